@@ -1,0 +1,103 @@
+"""Quality benchmark on the semble 26-repo subset: index each repo, answer every query in-process, then
+score with ../shared/bench/score.py (semble's exact NDCG@10) beside semble's published figures.
+
+Needs the corpora checked out (see ../shared/bench/README.md). Usage:
+    python bench/bench_quality.py [--repos-root ~/.cache/bench-repos] [--mode keyword] [--repo NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from codebase_index.service import Engine
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--bench", type=Path, default=DEFAULT_BENCH, help="folder with score.py, repos.json")
+    parser.add_argument("--repos-root", type=Path, default=Path.home() / ".cache" / "bench-repos")
+    parser.add_argument("--index-root", type=Path, default=Path.home() / ".cache" / "codebase-index-bench")
+    parser.add_argument("--mode", default="keyword")
+    parser.add_argument("--repo", action="append", help="only these repos (repeatable)")
+    parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "quality-results.json")
+    parser.add_argument("--compare", default="semble,bm25_raw")
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+
+    specs = json.loads((args.bench / "repos.json").read_text())
+    results: dict[str, dict[str, list[dict[str, object]]]] = {}
+    latencies: list[float] = []
+    for spec in specs:
+        name = spec["name"]
+        if args.repo and name not in args.repo:
+            continue
+        checkout = args.repos_root / name
+        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        if not root.is_dir():
+            print(f"skip {name}: no checkout at {root}", file=sys.stderr)
+            continue
+        annotations = json.loads((args.bench / "annotations" / f"{name}.json").read_text())
+        queries = [task["query"] for task in annotations if task.get("repo", name) == name]
+        engine = Engine(root, index_path=args.index_root / name)
+        t0 = time.perf_counter()
+        report = engine.index()
+        index_s = time.perf_counter() - t0
+        engine.snapshot()
+        per_repo: dict[str, list[dict[str, object]]] = {}
+        for query in queries:
+            t0 = time.perf_counter()
+            response = engine.search(query, top_k=args.top, mode=args.mode)
+            latencies.append((time.perf_counter() - t0) * 1000)
+            per_repo[query] = [
+                {"path": r.path, "start_line": r.start_line, "end_line": r.end_line} for r in response.results
+            ]
+        results[name] = per_repo
+        engine.close()
+        print(
+            f"{name:<12} files={report.files:<5} chunks={report.chunks:<6} index={index_s:.2f}s "
+            f"queries={len(queries)}",
+            file=sys.stderr,
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results))
+    if latencies:
+        ordered = sorted(latencies)
+        print(
+            f"in-process query latency: p50 {statistics.median(ordered):.2f} ms, "
+            f"p95 {ordered[int(0.95 * (len(ordered) - 1))]:.2f} ms over {len(ordered)} queries",
+            file=sys.stderr,
+        )
+    command = [
+        sys.executable,
+        str(args.bench / "score.py"),
+        "--repos",
+        str(args.bench / "repos.json"),
+        "--annotations",
+        str(args.bench / "annotations"),
+        "--root",
+        str(args.repos_root),
+        "--results",
+        str(args.out),
+        "--compare",
+        args.compare,
+    ]
+    if args.repo:
+        for name in args.repo:
+            command += ["--repo", name]
+    if args.verbose:
+        command.append("--verbose")
+    return subprocess.call(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

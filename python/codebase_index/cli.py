@@ -1,0 +1,217 @@
+"""`codebase-index` command line: index, search and status for a project root."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import msgspec
+
+from .models import CHUNK_KINDS
+from .search import Filters
+
+if TYPE_CHECKING:
+    from .service import Engine
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, exit status 1."""
+
+
+def _root(args: argparse.Namespace) -> Path:
+    raw = getattr(args, "path", None) or getattr(args, "root", None) or os.environ.get("CODEBASE_INDEX_ROOT")
+    root = Path(raw) if raw else Path.cwd()
+    if not root.exists():
+        raise CliError(f"project root {root} does not exist")
+    if not root.is_dir():
+        raise CliError(f"project root {root} is not a directory")
+    return root
+
+
+class Progress:
+    """A one-line progress bar on a terminal, plain phase lines otherwise (logs, CI)."""
+
+    def __init__(self, stream: TextIO, enabled: bool = True) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.tty = stream.isatty()
+        self._last_phase = ""
+        self._last_draw = 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            now = time.monotonic()
+            if done != total and now - self._last_draw < 0.1 and phase == self._last_phase:
+                return
+            self._last_draw = now
+            if total:
+                width = 30
+                filled = int(width * done / total)
+                bar = "#" * filled + "-" * (width - filled)
+                self.stream.write(f"\r{phase:>9} [{bar}] {done}/{total}   ")
+            else:
+                self.stream.write(f"\r{phase:>9} ...{' ' * 40}")
+            if total and done == total:
+                self.stream.write("\n")
+            self.stream.flush()
+        elif phase != self._last_phase or (total and done == total):
+            if total and done == total:
+                self.stream.write(f"{phase}: {done}/{total}\n")
+            elif phase != self._last_phase:
+                self.stream.write(f"{phase}: started ({total} items)\n" if total else f"{phase}: started\n")
+            self.stream.flush()
+        self._last_phase = phase
+
+
+def _engine(args: argparse.Namespace) -> Engine:
+    from .service import Engine
+
+    index_dir = getattr(args, "index_dir", None)
+    return Engine(_root(args), index_path=Path(index_dir) if index_dir else None)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        report = engine.index(force=args.force, progress=Progress(sys.stderr))
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+        return EXIT_OK
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(report.skipped.items())) or "none"
+    print(
+        f"indexed {report.files} files ({report.files_changed} changed, {report.files_unchanged} unchanged, "
+        f"{report.files_removed} removed), {report.chunks} chunks ({report.chunks_added} new) "
+        f"on branch {report.branch} in {report.seconds:.2f}s; skipped: {skipped}"
+    )
+    if args.verbose:
+        for row in engine.skipped_files():
+            print(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
+    return EXIT_OK
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = " ".join(args.query).strip()
+    if not query:
+        raise CliError("the search query is empty")
+    if args.top < 1:
+        raise CliError("--top must be at least 1")
+    engine = _engine(args)
+    try:
+        if not engine.has_index():
+            engine.index(progress=Progress(sys.stderr, enabled=not args.json))
+        filters = Filters(file_type=args.file_type, directory=args.directory, kind=args.kind)
+        response = engine.search(query, top_k=args.top, filters=filters, mode=args.mode)
+    finally:
+        engine.close()
+    if args.json:
+        payload = msgspec.to_builtins(response)
+        for result in payload["results"]:
+            result.pop("content", None)
+        sys.stdout.write(msgspec.json.encode(payload).decode() + "\n")
+        return EXIT_OK
+    if not response.results:
+        print(f"no results for {query!r}")
+        return EXIT_OK
+    for result in response.results:
+        label = f"{result.kind} {result.symbol}".strip()
+        print(f"{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
+        lines = (result.content or "").splitlines()
+        for line in lines[: args.lines]:
+            print(f"    {line}")
+        if len(lines) > args.lines:
+            print(f"    ... ({len(lines) - args.lines} more lines)")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    engine = _engine(args)
+    try:
+        status = engine.status()
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
+        return EXIT_OK
+    if not status.indexed:
+        print(f"{status.root}: not indexed yet (run `codebase-index index`)")
+        return EXIT_OK
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(status.last_indexed_at or 0))
+    skipped = ", ".join(f"{n} {reason}" for reason, n in sorted(status.skipped.items())) or "none"
+    print(f"root:        {status.root}")
+    print(f"index:       {status.index_dir} ({status.size_bytes / 1_048_576:.1f} MiB)")
+    print(f"branch:      {status.branch}")
+    print(f"files:       {status.files}")
+    print(f"chunks:      {status.chunks}")
+    print(f"vocabulary:  {status.vocabulary} terms")
+    print(f"skipped:     {skipped}")
+    print(f"indexed at:  {when}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codebase-index", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", help="index (or update the index of) a project")
+    p.add_argument("path", nargs="?", help="project root (default: --root, $CODEBASE_INDEX_ROOT, or .)")
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--force", action="store_true", help="re-chunk every file")
+    p.add_argument("--verbose", action="store_true", help="list every skipped file with its reason")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="search the index")
+    p.add_argument("query", nargs="+", help="what to look for")
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--top", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--mode", choices=["keyword"], default="keyword", help="retrieval mode")
+    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
+    p.add_argument("--directory", help="only files under this directory (relative to the root)")
+    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+    p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("status", help="show what the index holds")
+    p.add_argument("path", nargs="?", help="project root")
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_status)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .config import ConfigError
+    from .store import StoreError
+
+    try:
+        code: int = args.func(args)
+        return code
+    except (CliError, ConfigError, StoreError, FileNotFoundError) as exc:
+        print(f"codebase-index: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("codebase-index: interrupted; the index keeps its last completed state", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

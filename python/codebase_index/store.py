@@ -1,0 +1,418 @@
+"""SQLite metadata store: files per branch, chunks per file content, the BM25 vocabulary.
+
+Chunks hang off a *content key* (hash of language + file text), not off a path: identical content on two
+branches or at two paths is chunked, tokenized and embedded once. Files map (branch, path) to a content key.
+WAL mode lets readers search while one writer (guarded by a lock file) indexes; every batch of file updates
+is one transaction, so a killed run leaves the index at a consistent earlier state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from .models import ChunkSpan
+
+SCHEMA_VERSION = 1
+DB_NAME = "codebase.db"
+LOCK_NAME = "writer.lock"
+
+
+class StoreError(Exception):
+    """The index on disk cannot be used as it is; the message says why and what to do."""
+
+
+class IndexLockedError(StoreError):
+    """Another process is writing this index."""
+
+
+class FileRow(msgspec.Struct, frozen=True):
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    content_key: str
+    language: str
+
+
+class ChunkRecord(msgspec.Struct, frozen=True):
+    """A chunk ready to be written: its span plus tokenization (term ids resolved by the writer)."""
+
+    span: ChunkSpan
+    chunk_hash: str
+    term_counts: dict[str, int]
+
+
+class ChunkRow(msgspec.Struct, frozen=True):
+    id: int
+    path: str
+    language: str
+    ordinal: int
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str
+    text: str
+
+
+class SkippedRow(msgspec.Struct, frozen=True):
+    path: str
+    reason: str
+    detail: str
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    conn.executescript(
+        """
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE files (
+            id INTEGER PRIMARY KEY,
+            branch TEXT NOT NULL,
+            path TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            inode INTEGER NOT NULL,
+            content_key TEXT NOT NULL,
+            language TEXT NOT NULL,
+            indexed_at REAL NOT NULL,
+            UNIQUE (branch, path)
+        );
+        CREATE INDEX files_content ON files (content_key);
+        CREATE TABLE contents (
+            key TEXT PRIMARY KEY,
+            language TEXT NOT NULL,
+            n_chunks INTEGER NOT NULL
+        );
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            content_key TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            symbol TEXT NOT NULL,
+            chunk_hash TEXT NOT NULL,
+            text TEXT NOT NULL,
+            n_tokens INTEGER NOT NULL,
+            term_ids BLOB NOT NULL,
+            term_tfs BLOB NOT NULL,
+            UNIQUE (content_key, ordinal)
+        );
+        CREATE INDEX chunks_hash ON chunks (chunk_hash);
+        CREATE TABLE terms (id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+        CREATE TABLE skipped (
+            branch TEXT NOT NULL,
+            path TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            PRIMARY KEY (branch, path)
+        );
+        """
+    )
+
+
+# Each entry upgrades the schema by one version; append, never edit a released one.
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+class Store:
+    """One index database. Open with `Store.open(index_dir)`; writers must hold `writer_lock()`."""
+
+    def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
+        self.index_dir = index_dir
+        self.conn = conn
+
+    @classmethod
+    def open(cls, index_dir: Path, *, create: bool = True) -> Store:
+        db_path = index_dir / DB_NAME
+        if not db_path.exists() and not create:
+            raise StoreError(f"no index at {index_dir} (run `codebase-index index` first)")
+        index_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = _connect(db_path)
+            version = cls._schema_version(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"the index database {db_path} is unreadable ({exc}); nothing was changed. "
+                "Move it away or run `codebase-index index --force` after deleting the folder."
+            ) from exc
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise StoreError(
+                f"the index at {db_path} has schema version {version}, newer than this codebase-index "
+                f"understands ({SCHEMA_VERSION}); upgrade codebase-index"
+            )
+        store = cls(index_dir, conn)
+        if version < SCHEMA_VERSION:
+            store._migrate(version)
+        return store
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int:
+        has_meta = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
+        if not has_meta:
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self, from_version: int) -> None:
+        with self.write_lock(), self.transaction():
+            current = self._schema_version(self.conn)  # re-read under the lock: another writer may have won
+            for version in range(current, SCHEMA_VERSION):
+                MIGRATIONS[version](self.conn)
+            self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- locking and transactions -------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write_lock(self, *, wait: bool = True) -> Iterator[None]:
+        """Exclusive writer lock (a flock on a side file, released by the OS if the process dies)."""
+        lock_path = self.index_dir / LOCK_NAME
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except OSError as exc:
+                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    raise IndexLockedError(
+                        f"another process is indexing {self.index_dir}; try again when it finishes"
+                    ) from exc
+                raise
+            yield
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    # -- meta ---------------------------------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def generation(self) -> int:
+        """Bumped by every write, so readers know when their in-memory index is stale."""
+        return int(self.get_meta("generation", "0") or 0)
+
+    def bump_generation(self) -> None:
+        self.set_meta("generation", str(self.generation() + 1))
+        self.set_meta("last_indexed_at", f"{time.time():.3f}")
+
+    # -- files --------------------------------------------------------------------------------------
+
+    def file_rows(self, branch: str) -> dict[str, FileRow]:
+        rows = self.conn.execute(
+            "SELECT path, size, mtime_ns, inode, content_key, language FROM files WHERE branch=?", (branch,)
+        )
+        return {r[0]: FileRow(*r) for r in rows}
+
+    def known_contents(self, keys: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        key_list = list(keys)
+        for start in range(0, len(key_list), 500):
+            part = key_list[start : start + 500]
+            marks = ",".join("?" * len(part))
+            found.update(r[0] for r in self.conn.execute(f"SELECT key FROM contents WHERE key IN ({marks})", part))
+        return found
+
+    def upsert_file(self, branch: str, row: FileRow) -> None:
+        self.conn.execute(
+            """INSERT INTO files (branch, path, size, mtime_ns, inode, content_key, language, indexed_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (branch, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns,
+                 inode=excluded.inode, content_key=excluded.content_key, language=excluded.language,
+                 indexed_at=excluded.indexed_at""",
+            (branch, row.path, row.size, row.mtime_ns, row.inode, row.content_key, row.language, time.time()),
+        )
+
+    def delete_files(self, branch: str, paths: Sequence[str]) -> None:
+        self.conn.executemany("DELETE FROM files WHERE branch=? AND path=?", [(branch, p) for p in paths])
+
+    # -- contents and chunks ------------------------------------------------------------------------
+
+    def add_content(
+        self, key: str, language: str, chunks: Sequence[ChunkRecord], vocab: Vocabulary, *, replace: bool = False
+    ) -> None:
+        """Store the chunks of one file content; a no-op if the key is stored, unless `replace`."""
+        if self.conn.execute("SELECT 1 FROM contents WHERE key=?", (key,)).fetchone():
+            if not replace:
+                return
+            self.conn.execute("DELETE FROM chunks WHERE content_key=?", (key,))
+            self.conn.execute("DELETE FROM contents WHERE key=?", (key,))
+        self.conn.execute(
+            "INSERT INTO contents (key, language, n_chunks) VALUES (?, ?, ?)", (key, language, len(chunks))
+        )
+        rows = []
+        for ordinal, record in enumerate(chunks):
+            ids, tfs = vocab.encode(record.term_counts)
+            span = record.span
+            rows.append(
+                (
+                    key,
+                    ordinal,
+                    span.start_line,
+                    span.end_line,
+                    span.kind,
+                    span.symbol,
+                    record.chunk_hash,
+                    span.text,
+                    int(tfs.sum()),
+                    ids.tobytes(),
+                    tfs.tobytes(),
+                )
+            )
+        self.conn.executemany(
+            """INSERT INTO chunks (content_key, ordinal, start_line, end_line, kind, symbol, chunk_hash, text,
+                                   n_tokens, term_ids, term_tfs) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
+            rows,
+        )
+
+    def purge_unreferenced_contents(self) -> int:
+        """Drop chunks of contents no file on any branch points at; returns how many contents went."""
+        orphans = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT key FROM contents WHERE key NOT IN (SELECT DISTINCT content_key FROM files)"
+            )
+        ]
+        for start in range(0, len(orphans), 500):
+            part = orphans[start : start + 500]
+            marks = ",".join("?" * len(part))
+            self.conn.execute(f"DELETE FROM chunks WHERE content_key IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM contents WHERE key IN ({marks})", part)
+        return len(orphans)
+
+    def chunk_rows(self, chunk_ids: Sequence[int], branch: str) -> dict[int, list[ChunkRow]]:
+        """Chunk rows with their file paths on `branch` (one chunk can live at several paths)."""
+        out: dict[int, list[ChunkRow]] = {}
+        if not chunk_ids:
+            return out
+        marks = ",".join("?" * len(chunk_ids))
+        query = f"""SELECT c.id, f.path, f.language, c.ordinal, c.start_line, c.end_line, c.kind, c.symbol,
+                           c.text
+                    FROM chunks c JOIN files f ON f.content_key = c.content_key
+                    WHERE c.id IN ({marks}) AND f.branch = ?"""
+        for r in self.conn.execute(query, (*chunk_ids, branch)):
+            out.setdefault(r[0], []).append(ChunkRow(*r))
+        return out
+
+    def iter_branch_postings(
+        self, branch: str
+    ) -> Iterator[tuple[int, str, str, int, str, str, int, bytes, bytes, int]]:
+        """(chunk id, path, language, ordinal, kind, symbol, n_tokens, term_ids, term_tfs, file_id) rows."""
+        yield from self.conn.execute(
+            """SELECT c.id, f.path, f.language, c.ordinal, c.kind, c.symbol, c.n_tokens, c.term_ids, c.term_tfs,
+                      f.id
+               FROM files f JOIN chunks c ON c.content_key = f.content_key
+               WHERE f.branch = ? ORDER BY f.path, c.ordinal""",
+            (branch,),
+        )
+
+    # -- vocabulary ---------------------------------------------------------------------------------
+
+    def term_ids(self, terms: Sequence[str]) -> dict[str, int]:
+        if not terms:
+            return {}
+        marks = ",".join("?" * len(terms))
+        return {t: i for i, t in self.conn.execute(f"SELECT id, term FROM terms WHERE term IN ({marks})", terms)}
+
+    def vocabulary(self) -> Vocabulary:
+        return Vocabulary(self)
+
+    # -- skipped files ------------------------------------------------------------------------------
+
+    def replace_skipped(self, branch: str, skipped: Iterable[SkippedRow]) -> None:
+        self.conn.execute("DELETE FROM skipped WHERE branch=?", (branch,))
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO skipped (branch, path, reason, detail) VALUES (?, ?, ?, ?)",
+            [(branch, s.path, s.reason, s.detail) for s in skipped],
+        )
+
+    def skipped(self, branch: str) -> list[SkippedRow]:
+        rows = self.conn.execute(
+            "SELECT path, reason, detail FROM skipped WHERE branch=? ORDER BY reason, path", (branch,)
+        )
+        return [SkippedRow(*r) for r in rows]
+
+    # -- statistics ---------------------------------------------------------------------------------
+
+    def counts(self, branch: str) -> dict[str, int]:
+        files = self.conn.execute("SELECT COUNT(*) FROM files WHERE branch=?", (branch,)).fetchone()[0]
+        chunks = self.conn.execute(
+            """SELECT COALESCE(SUM(c.n_chunks), 0) FROM files f JOIN contents c ON c.key = f.content_key
+               WHERE f.branch=?""",
+            (branch,),
+        ).fetchone()[0]
+        vocab = self.conn.execute("SELECT COUNT(*) FROM terms").fetchone()[0]
+        return {"files": int(files), "chunks": int(chunks), "vocabulary": int(vocab)}
+
+    def size_on_disk(self) -> int:
+        total = 0
+        for entry in self.index_dir.iterdir():
+            with contextlib.suppress(OSError):
+                if entry.is_file():
+                    total += entry.stat().st_size
+        return total
+
+
+class Vocabulary:
+    """Term <-> id map for the writer; new terms are inserted inside the writer's transaction."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._ids: dict[str, int] = dict(store.conn.execute("SELECT term, id FROM terms"))
+        self._next = max(self._ids.values(), default=0) + 1
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def encode(self, term_counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        ids = np.empty(len(term_counts), dtype=np.int32)
+        tfs = np.empty(len(term_counts), dtype=np.int32)
+        new_terms: list[tuple[int, str]] = []
+        for i, (term, count) in enumerate(term_counts.items()):
+            term_id = self._ids.get(term)
+            if term_id is None:
+                term_id = self._next
+                self._next += 1
+                self._ids[term] = term_id
+                new_terms.append((term_id, term))
+            ids[i] = term_id
+            tfs[i] = count
+        if new_terms:
+            self._store.conn.executemany("INSERT INTO terms (id, term) VALUES (?, ?)", new_terms)
+        return ids, tfs
