@@ -1,0 +1,444 @@
+"""Configuration: `<root>/.opencode/codebase-index.json` over `~/.config/opencode/codebase-index.json`.
+
+Option names and defaults follow the opencode-codebase-index plugin so existing config files keep working.
+Differences: `embeddingProvider` adds "embedded" (the bundled offline model) and drops "github-copilot";
+the plugin's `indexing.maxDepth` / `maxFilesPerDirectory` caps are not offered because discovery never
+drops files silently; `search.bm25` and `pythonPath` are ours.
+
+Files are JSONC (comments, trailing commas). A string that is exactly `{env:NAME}` is replaced by that
+environment variable. Every mistake is a `ConfigError` naming the file and the key path: unknown keys
+(with a suggestion), wrong types, values out of range or not among the allowed ones. Merging: the project
+file wins per key, nested objects merge per key, `knowledgeBases` and `additionalInclude` concatenate
+(global first, duplicates dropped). Every field carries a description so `config_reference()` can generate
+the README's table.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+import msgspec.inspect as mi
+
+from .files import DEFAULT_INCLUDE
+
+CONFIG_FILE_NAME = "codebase-index.json"
+PROJECT_CONFIG = Path(".opencode") / CONFIG_FILE_NAME
+MERGED_LISTS = frozenset({"knowledgeBases", "additionalInclude"})
+"""Top-level lists that accumulate across the global and project files instead of being replaced."""
+
+
+class ConfigError(Exception):
+    """A configuration file is malformed or holds an invalid value; the message names file and key."""
+
+
+def _m(description: str, **constraints: Any) -> msgspec.Meta:
+    return msgspec.Meta(description=description, **constraints)
+
+
+class _Section(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """Shared options: immutable, camelCase in JSON, unknown keys rejected."""
+
+
+class CustomProviderConfig(_Section, frozen=True):
+    base_url: Annotated[str, _m("OpenAI-compatible API base URL; `/embeddings` is appended")] = ""
+    model: Annotated[str, _m("Model name sent with each request")] = ""
+    dimensions: Annotated[int, _m("Vector width the model returns (required for custom)", ge=0)] = 0
+    api_key: Annotated[str | None, _m("API key, if the endpoint needs one (use `{env:VAR}`)")] = None
+    max_tokens: Annotated[int, _m("Longest input, in tokens, the model accepts", ge=1)] = 8192
+    timeout_ms: Annotated[int, _m("Per-request timeout", ge=1)] = 30_000
+    concurrency: Annotated[int, _m("Embedding requests in flight at once", ge=1)] = 3
+    request_interval_ms: Annotated[int, _m("Minimum pause between requests (0 for local servers)", ge=0)] = (
+        1000
+    )
+    max_batch_size: Annotated[
+        Annotated[int, msgspec.Meta(ge=1)] | None, _m("Most texts per request; null = provider default")
+    ] = None
+
+
+class Bm25Config(_Section, frozen=True):
+    k1: Annotated[float, _m("BM25 term-frequency saturation", ge=0)] = 1.5
+    b: Annotated[float, _m("BM25 length normalisation (0 = none, 1 = full)", ge=0, le=1)] = 0.75
+
+
+class IndexingConfig(_Section, frozen=True):
+    auto_index: Annotated[bool, _m("Index automatically the first time a search tool is used")] = False
+    watch_files: Annotated[bool, _m("Watch the tree and re-index changed files")] = True
+    max_file_size: Annotated[int, _m("Files larger than this many bytes are skipped (too-large)", ge=1)] = (
+        1_048_576
+    )
+    max_chunks_per_file: Annotated[int, _m("Most semantic chunks kept per file", ge=1)] = 100
+    fallback_to_text_on_max_chunks: Annotated[
+        bool, _m("Past maxChunksPerFile, cut the rest of the file into line blocks instead of dropping it")
+    ] = True
+    semantic_only: Annotated[bool, _m("Keep only functions/classes/..., drop generic blocks")] = False
+    retries: Annotated[int, _m("Embedding retry attempts", ge=0)] = 3
+    retry_delay_ms: Annotated[int, _m("Initial embedding retry delay (doubles each attempt)", ge=0)] = 1000
+    auto_gc: Annotated[bool, _m("Remove orphaned index entries periodically")] = True
+    gc_interval_days: Annotated[int, _m("Days between automatic clean-ups", ge=1)] = 7
+    gc_orphan_threshold: Annotated[int, _m("Orphaned entries that trigger a clean-up", ge=0)] = 100
+    require_project_marker: Annotated[
+        bool, _m("Only watch/auto-index folders with a project marker (.git, package.json, ...)")
+    ] = True
+
+
+class SearchConfig(_Section, frozen=True):
+    max_results: Annotated[int, _m("Default number of results", ge=1)] = 20
+    min_score: Annotated[float, _m("Results scoring below this are dropped", ge=0)] = 0.1
+    include_context: Annotated[bool, _m("Return the source of each result, not only its location")] = True
+    hybrid_weight: Annotated[float, _m("Keyword share in weighted fusion (0 = vectors only)", ge=0, le=1)] = (
+        0.5
+    )
+    fusion_strategy: Annotated[Literal["rrf", "weighted"], _m("How keyword and vector rankings merge")] = (
+        "rrf"
+    )
+    rrf_k: Annotated[int, _m("Reciprocal-rank-fusion constant", ge=1)] = 60
+    rerank_top_n: Annotated[
+        int, _m("Candidates the built-in deterministic reranker reorders", ge=0, le=200)
+    ] = 20
+    context_lines: Annotated[int, _m("Extra source lines shown around each result", ge=0, le=50)] = 0
+    bm25: Bm25Config = msgspec.field(default_factory=Bm25Config)
+
+
+class RerankerConfig(_Section, frozen=True):
+    enabled: Annotated[bool, _m("Send the top candidates to an external rerank API")] = False
+    provider: Annotated[Literal["cohere", "jina", "custom"], _m("Rerank API flavour")] = "cohere"
+    model: Annotated[str | None, _m("Rerank model; null = the provider's default")] = None
+    api_key: Annotated[str | None, _m("API key for the rerank service (use `{env:VAR}`)")] = None
+    base_url: Annotated[str | None, _m("Endpoint; null = provider default, required for custom")] = None
+    top_n: Annotated[int, _m("Candidates sent to the reranker", ge=1)] = 15
+    timeout_ms: Annotated[int, _m("Rerank request timeout", ge=1)] = 10_000
+
+
+class DebugConfig(_Section, frozen=True):
+    enabled: Annotated[bool, _m("Write debug logs")] = False
+    log_level: Annotated[Literal["error", "warn", "info", "debug"], _m("Least severe level logged")] = "info"
+    log_search: Annotated[bool, _m("Log search timings and candidate counts")] = True
+    log_embedding: Annotated[bool, _m("Log embedding batches and retries")] = True
+    log_cache: Annotated[bool, _m("Log embedding-cache hits and misses")] = True
+    log_gc: Annotated[bool, _m("Log index clean-ups")] = True
+    log_branch: Annotated[bool, _m("Log git branch switches")] = True
+    metrics: Annotated[bool, _m("Collect operation metrics while debug logging is on")] = True
+
+
+EmbeddingProviderName = Literal["auto", "embedded", "openai", "google", "ollama", "custom"]
+
+
+class Config(_Section, frozen=True):
+    embedding_provider: Annotated[
+        EmbeddingProviderName, _m("Who computes embeddings; auto prefers the bundled offline model")
+    ] = "auto"
+    embedding_model: Annotated[str | None, _m("Embedding model; null = the provider's default")] = None
+    custom_provider: CustomProviderConfig | None = None
+    scope: Annotated[
+        Literal["project", "global"], _m("Keep the index in the project or in the user's data folder")
+    ] = "project"
+    include: Annotated[tuple[str, ...], _m("Glob patterns of files to index; replaces the defaults")] = (
+        DEFAULT_INCLUDE
+    )
+    additional_include: Annotated[tuple[str, ...], _m("Glob patterns added to include")] = ()
+    exclude: Annotated[
+        tuple[str, ...],
+        _m("Gitignore-style patterns never indexed, on top of .gitignore and the built-in skips"),
+    ] = ()
+    knowledge_bases: Annotated[
+        tuple[str, ...], _m("Extra folders indexed with the project (absolute or relative to the root)")
+    ] = ()
+    python_path: Annotated[str | None, _m("Python interpreter the OpenCode plugin starts; null = auto")] = (
+        None
+    )
+    indexing: IndexingConfig = msgspec.field(default_factory=IndexingConfig)
+    search: SearchConfig = msgspec.field(default_factory=SearchConfig)
+    reranker: RerankerConfig = msgspec.field(default_factory=RerankerConfig)
+    debug: DebugConfig = msgspec.field(default_factory=DebugConfig)
+
+
+# --------------------------------------------------------------------------------------------- parsing
+
+_JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*(?:.*?\*/|.*\Z)', re.S)
+_TRAILING_COMMA = re.compile(r'"(?:\\.|[^"\\])*"|,(\s*[}\]])', re.S)
+_ENV_WHOLE = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def strip_jsonc(text: str) -> str:
+    """Turn JSONC into JSON: comments become spaces (line numbers in errors stay right), trailing commas
+    are dropped; string contents are never touched.
+
+    >>> strip_jsonc('{"a": "//x", /* c */ "b": [1,], // end\\n}')
+    '{"a": "//x",         "b": [1 ]        \\n}'
+    """
+
+    def blank(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if token.startswith('"'):
+            return token
+        if token.startswith("/*") and not token.endswith("*/"):
+            line = text.count("\n", 0, m.start()) + 1
+            raise ConfigError(f"line {line}: unterminated /* comment")
+        return re.sub(r"[^\n]", " ", token)
+
+    without_comments = _JSONC_TOKENS.sub(blank, text)
+    return _TRAILING_COMMA.sub(
+        lambda m: " " + m.group(1) if m.group(1) is not None else m.group(0), without_comments
+    )
+
+
+def _display(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _substitute_env(value: Any, key_path: str, where: str) -> Any:
+    """Replace whole-string `{env:NAME}` placeholders; a partial one is an error, not a literal."""
+    if isinstance(value, str):
+        if "{env:" not in value:
+            return value
+        m = _ENV_WHOLE.fullmatch(value)
+        if m is None:
+            raise ConfigError(
+                f'{where}: "{key_path}": an {{env:NAME}} placeholder must be the whole string, got {value!r}'
+            )
+        name = m.group(1)
+        if name not in os.environ:
+            raise ConfigError(
+                f'{where}: "{key_path}" refers to environment variable {name}, which is not set'
+            )
+        return os.environ[name]
+    if isinstance(value, list):
+        return [_substitute_env(v, f"{key_path}[{i}]", where) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {k: _substitute_env(v, f"{key_path}.{k}" if key_path else k, where) for k, v in value.items()}
+    return value
+
+
+def _unwrap(t: mi.Type) -> mi.Type:
+    """Strip Annotated metadata and `| None` to reach the type that decides structure."""
+    while True:
+        if isinstance(t, mi.Metadata):
+            t = t.type
+        elif isinstance(t, mi.UnionType):
+            rest = [x for x in t.types if not isinstance(x, mi.NoneType)]
+            if len(rest) != 1:
+                return t
+            t = rest[0]
+        else:
+            return t
+
+
+def _unknown_keys(data: dict[str, Any], struct: mi.StructType, prefix: str) -> Iterator[str]:
+    fields = {f.encode_name: f for f in struct.fields}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        field = fields.get(key)
+        if field is None:
+            close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.5)
+            hint = f' (did you mean "{prefix}{close[0]}"?)' if close else ""
+            yield f'unknown key "{path}"{hint}'
+            continue
+        inner = _unwrap(field.type)
+        if isinstance(inner, mi.StructType) and isinstance(value, dict):
+            yield from _unknown_keys(value, inner, path + ".")
+
+
+def _type_at(path: str) -> mi.Type | None:
+    t: mi.Type = mi.type_info(Config)
+    for part in path.split("."):
+        t = _unwrap(t)
+        if not isinstance(t, mi.StructType):
+            return None
+        match = [f for f in t.fields if f.encode_name == part]
+        if not match:
+            return None
+        t = match[0].type
+    return _unwrap(t)
+
+
+def _validation_message(exc: msgspec.ValidationError) -> str:
+    """Reword msgspec's "... - at `$.a.b`" as `bad value for "a.b": ...`, listing allowed values."""
+    text = str(exc)
+    m = re.fullmatch(r"(.*) - at `\$\.?(.*)`", text, re.S)
+    if m is None:
+        return text
+    problem, path = m.group(1), m.group(2)
+    field_path = re.sub(r"\[\d+\]$", "", path)
+    allowed = _type_at(field_path) if field_path else None
+    if isinstance(allowed, mi.LiteralType):
+        problem += " (allowed: " + ", ".join(json.dumps(v) for v in allowed.values) + ")"
+    return f'bad value for "{path}": {problem}' if path else problem
+
+
+def _read_file(path: Path, where: str) -> dict[str, Any]:
+    """Parse and validate one file on its own, so every error names the file it came from."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read: {exc}") from exc
+    try:
+        data = json.loads(strip_jsonc(text))
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: the top level must be an object, got {type(data).__name__}")
+    data.pop("$schema", None)  # editors add it; it is not an option
+    data = _substitute_env(data, "", where)
+    problems = list(_unknown_keys(data, mi.type_info(Config), ""))  # type: ignore[arg-type]
+    if problems:
+        raise ConfigError("\n".join(f"{where}: {p}" for p in problems))
+    try:
+        msgspec.convert(data, Config)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{where}: {_validation_message(exc)}") from exc
+    return data
+
+
+def merge(base: dict[str, Any], override: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
+    """Project-over-global merge: per key, recursing into objects, accumulating MERGED_LISTS.
+
+    >>> merge({"a": {"x": 1, "y": 2}, "knowledgeBases": ["k"]}, {"a": {"y": 3}, "knowledgeBases": ["k", "m"]})
+    {'a': {'x': 1, 'y': 3}, 'knowledgeBases': ['k', 'm']}
+    """
+    out = dict(base)
+    for key, value in override.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            out[key] = merge(old, value, top=False)
+        elif top and key in MERGED_LISTS and isinstance(old, list) and isinstance(value, list):
+            out[key] = list(dict.fromkeys([*old, *value]))
+        else:
+            out[key] = value
+    return out
+
+
+def default_global_dir() -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".config") / "opencode"
+
+
+def load_config(root: Path | str, *, global_dir: Path | None = None) -> Config:
+    """The effective configuration for `root`; defaults when neither file exists."""
+    root = Path(root).resolve()
+    gdir = global_dir if global_dir is not None else default_global_dir()
+    sources: list[tuple[Path, str]] = [
+        (gdir / CONFIG_FILE_NAME, str(gdir / CONFIG_FILE_NAME)),
+        (root / PROJECT_CONFIG, PROJECT_CONFIG.as_posix()),
+    ]
+    merged: dict[str, Any] = {}
+    used: list[str] = []
+    for path, where in sources:
+        if path.is_file():
+            merged = merge(merged, _read_file(path, where))
+            used.append(where)
+    try:
+        config = msgspec.convert(merged, Config)
+    except msgspec.ValidationError as exc:  # each file passed alone; kept for safety
+        raise ConfigError(f"{' + '.join(used)}: {_validation_message(exc)}") from exc
+    _check_combination(config, " + ".join(used) or "defaults")
+    return config
+
+
+def _check_combination(config: Config, where: str) -> None:
+    """Rules that span keys, checked on the merged result (the files may split the keys between them)."""
+    if config.embedding_provider == "custom":
+        cp = config.custom_provider
+        missing = [
+            name
+            for name, ok in (
+                ("customProvider.baseUrl", cp is not None and cp.base_url),
+                ("customProvider.model", cp is not None and cp.model),
+                ("customProvider.dimensions", cp is not None and cp.dimensions > 0),
+            )
+            if not ok
+        ]
+        if missing:
+            raise ConfigError(
+                f'{where}: embeddingProvider is "custom" but {", ".join(missing)} '
+                f"{'is' if len(missing) == 1 else 'are'} not set"
+            )
+    if config.reranker.enabled and config.reranker.provider == "custom" and not config.reranker.base_url:
+        raise ConfigError(f'{where}: reranker.provider is "custom" but reranker.baseUrl is not set')
+
+
+def index_dir(root: Path | str, config: Config) -> Path:
+    """Where the index for `root` lives: inside the project, or per project under the XDG data folder."""
+    root = Path(root).resolve()
+    if config.scope == "project":
+        return root / ".opencode" / "index"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    data = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return data / "opencode" / "codebase-index" / f"{root.name or 'root'}-{digest}"
+
+
+def knowledge_base_paths(root: Path | str, config: Config) -> list[Path]:
+    """`knowledgeBases` as absolute paths (relative entries are taken from the project root)."""
+    base = Path(root).resolve()
+    return [(base / Path(p).expanduser()).resolve() for p in config.knowledge_bases]
+
+
+# ------------------------------------------------------------------------------------------- reference
+
+
+def _type_name(t: mi.Type) -> str:
+    constraints = ""
+    if isinstance(t, mi.Metadata):
+        t = t.type
+    if isinstance(t, mi.UnionType):
+        return " | ".join(_type_name(x) for x in t.types)
+    if isinstance(t, mi.NoneType):
+        return "null"
+    if isinstance(t, mi.BoolType):
+        return "boolean"
+    if isinstance(t, mi.IntType | mi.FloatType):
+        bounds = [f">= {t.ge}" if t.ge is not None else "", f"<= {t.le}" if t.le is not None else ""]
+        constraints = ", ".join(b for b in bounds if b)
+        base = "integer" if isinstance(t, mi.IntType) else "number"
+        return f"{base} ({constraints})" if constraints else base
+    if isinstance(t, mi.StrType):
+        return "string"
+    if isinstance(t, mi.LiteralType):
+        return " | ".join(json.dumps(v) for v in t.values)
+    if isinstance(t, mi.VarTupleType | mi.ListType):
+        return _type_name(t.item_type) + "[]"
+    return type(t).__name__
+
+
+def _description(t: mi.Type) -> str:
+    if isinstance(t, mi.Metadata) and t.extra_json_schema:
+        return str(t.extra_json_schema.get("description", ""))
+    return ""
+
+
+def config_reference() -> list[tuple[str, str, str, str]]:
+    """(key path, type, default as JSON, meaning) for every option, in declaration order; nested objects
+    are flattened to dotted paths. The README's configuration table is generated from this."""
+    rows: list[tuple[str, str, str, str]] = []
+
+    def walk(struct: mi.StructType, prefix: str) -> None:
+        for f in struct.fields:
+            inner = _unwrap(f.type)
+            if isinstance(inner, mi.StructType):
+                walk(inner, f"{prefix}{f.encode_name}.")
+                continue
+            default = f.default if f.default is not msgspec.NODEFAULT else f.default_factory()
+            rows.append(
+                (
+                    prefix + f.encode_name,
+                    _type_name(f.type),
+                    msgspec.json.encode(default).decode(),
+                    _description(f.type),
+                )
+            )
+
+    walk(mi.type_info(Config), "")  # type: ignore[arg-type]
+    return rows
