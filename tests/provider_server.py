@@ -25,7 +25,7 @@ import numpy as np
 class Fault:
     """One scripted misbehaviour, used for the next request that arrives."""
 
-    kind: str  # "status" | "slow" | "garbage" | "missing_field" | "wrong_dims"
+    kind: str  # status, slow, garbage, missing_field, wrong_dims, unauthorized, bad_index
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     message: str = ""
@@ -45,6 +45,7 @@ GARBAGE = Fault("garbage")
 MISSING_FIELD = Fault("missing_field")
 WRONG_DIMS = Fault("wrong_dims")
 UNAUTHORIZED = Fault("unauthorized", status=401)
+BAD_INDEX = Fault("bad_index")  # rerank result pointing one past the last document
 
 
 def fake_vector(text: str, dims: int) -> np.ndarray:
@@ -191,6 +192,10 @@ def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
                     return
                 elif fault.kind == "missing_field":
                     self._send(200, {"data": [{"index": 0}], "embeddings": [{}], "results": [{"index": 0}]})
+                    return
+                elif fault.kind == "bad_index":
+                    count = len(record.texts) - 1
+                    self._send(200, {"results": [{"index": count, "relevance_score": 1.0}]})
                     return
                 elif fault.kind == "wrong_dims":
                     dims = server.dims + 1
