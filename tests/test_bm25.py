@@ -484,3 +484,17 @@ def test_vocabulary_round_trip_and_encoding(tmp_path: Path) -> None:
         Vocabulary.from_rows([(0, "a"), (2, "b")])
     with pytest.raises(ValueError):
         Vocabulary.from_rows([(0, "a"), (1, "a")])
+
+
+def test_large_term_ids_sort_correctly() -> None:
+    # Ids sharing their low 16 bits exercise the two-pass radix sort used above 65,536 terms.
+    big = [[5, 65_541, 131_077], [65_541], [5, 131_077], [131_077, 70_000]]
+    small = [[0, 1, 2], [1], [0, 2], [2, 3]]
+    remap = {5: 0, 65_541: 1, 131_077: 2, 70_000: 3}
+    freqs = [[1, 2, 3], [1], [2, 1], [4, 1]]
+    large = PostingsIndex.from_documents(big, freqs, vocab_size=200_000)
+    compact = PostingsIndex.from_documents(small, freqs)
+    for term, small_id in remap.items():
+        np.testing.assert_array_equal(large.scores([term]), compact.scores([small_id]))
+        assert large.doc_freqs[term] == compact.doc_freqs[small_id]
+    assert large.doc_freqs.sum() == compact.doc_freqs.sum() == 8
