@@ -261,7 +261,7 @@ def serve(**options: Any) -> Iterator[FakeProviderServer]:
     state = FakeProviderServer(**options)
     httpd = _QuietServer(("127.0.0.1", 0), _make_handler(state))
     state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     try:
         yield state
