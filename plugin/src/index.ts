@@ -1,0 +1,86 @@
+/**
+ * codebase-index for OpenCode: search tools backed by a lazily started Python sidecar, slash commands
+ * from the repository's `commands/` folder, and file/branch events forwarded to keep the index fresh.
+ *
+ * Export only the plugin: OpenCode's loader calls every exported function as a plugin.
+ */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import type { Plugin } from "@opencode-ai/plugin";
+
+import { loadCommands } from "./commands.js";
+import { choosePython, parseSettings, readProjectSettings } from "./config.js";
+import { SidecarClient } from "./sidecar.js";
+import { buildTools } from "./tools.js";
+
+/** plugin/dist/index.js -> the repository root, where `commands/` and `.venv/` live. */
+const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const FLUSH_MS = 200;
+
+export const CodebaseIndexPlugin: Plugin = async (input, options) => {
+  const project = input.worktree && input.worktree !== "/" ? input.worktree : input.directory;
+  let client: SidecarClient | undefined;
+
+  const getClient = (): SidecarClient => {
+    if (client) return client;
+    const settings = parseSettings(options);
+    const projectSettings = readProjectSettings(project);
+    const merged = { ...projectSettings, ...settings };
+    const choice = choosePython({ project, pluginRepo: REPO_ROOT, options: settings, projectSettings, env: process.env });
+    client = new SidecarClient({
+      python: choice.python,
+      pythonSource: choice.source,
+      project,
+      extraArgs: merged.serveArgs,
+      timeouts: { ...projectSettings.timeouts, ...settings.timeouts },
+      initializeTimeoutMs: merged.initializeTimeoutMs,
+      backoffBaseMs: merged.backoffBaseMs,
+      backoffCapMs: merged.backoffCapMs,
+      clientName: "opencode",
+    });
+    return client;
+  };
+
+  const changed = new Set<string>();
+  let flushTimer: NodeJS.Timeout | undefined;
+  const flush = (): void => {
+    flushTimer = undefined;
+    if (changed.size === 0) return;
+    const paths = [...changed];
+    changed.clear();
+    client?.notify("notify/filesChanged", { paths });
+  };
+
+  return {
+    tool: buildTools(getClient),
+
+    config: async (cfg) => {
+      const commands = loadCommands(path.join(REPO_ROOT, "commands"));
+      cfg.command ??= {};
+      for (const [name, spec] of Object.entries(commands)) {
+        // A project's own command of the same name wins.
+        if (!(name in cfg.command)) cfg.command[name] = spec;
+      }
+    },
+
+    event: async ({ event }) => {
+      // Events never start the sidecar: it catches up on its own when it next starts.
+      if (!client?.running) return;
+      if (event.type === "file.edited" || event.type === "file.watcher.updated") {
+        changed.add(event.properties.file);
+        flushTimer ??= setTimeout(flush, FLUSH_MS);
+      } else if (event.type === "vcs.branch.updated") {
+        const branch = event.properties.branch;
+        client.notify("notify/branchChanged", branch ? { branch } : {});
+      }
+    },
+
+    dispose: async () => {
+      if (flushTimer) clearTimeout(flushTimer);
+      flush();
+      await client?.dispose();
+      client = undefined;
+    },
+  };
+};

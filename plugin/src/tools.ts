@@ -1,0 +1,132 @@
+/**
+ * OpenCode tool definitions built from the generated tool specs, each one a thin call into the sidecar.
+ */
+import { tool, type ToolContext, type ToolDefinition } from "@opencode-ai/plugin";
+
+import * as generated from "./generated/tools.js";
+import { argsShape } from "./schema.js";
+import { SidecarError, type SidecarClient } from "./sidecar.js";
+
+export interface ToolSpec {
+  name: string;
+  method: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+function isToolSpec(value: unknown): value is ToolSpec {
+  if (typeof value !== "object" || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v.name === "string" &&
+    typeof v.method === "string" &&
+    typeof v.description === "string" &&
+    typeof v.inputSchema === "object" &&
+    v.inputSchema !== null
+  );
+}
+
+/**
+ * The tool specs exported by the generated module (the first exported array of specs, so a renamed
+ * export in the generator does not silently drop every tool).
+ */
+export function generatedToolSpecs(): ToolSpec[] {
+  const exports = generated as unknown as Record<string, unknown>;
+  const preferred = ["TOOLS", "TOOL_SPECS", "tools"];
+  const names = [...preferred.filter((n) => n in exports), ...Object.keys(exports).filter((n) => !preferred.includes(n))];
+  for (const name of names) {
+    const value = exports[name];
+    if (Array.isArray(value) && value.length > 0 && value.every(isToolSpec)) return value;
+  }
+  return [];
+}
+
+/** Methods that only read: safe to replay once on a fresh sidecar after a crash. */
+const NOT_REPLAYED = new Set(["index"]);
+
+/** One readable paragraph for the model: what failed and what to do, never a stack trace. */
+export function describeFailure(toolName: string, method: string, error: unknown): string {
+  if (error instanceof SidecarError) {
+    switch (error.kind) {
+      case "rpc":
+        if (error.code === -32601) {
+          return (
+            `${toolName} failed: the codebase-index sidecar does not support \`${method}\`. ` +
+            "The plugin and the Python package are probably different versions; update them together."
+          );
+        }
+        if (error.code === -32602) return `${toolName} failed: invalid arguments: ${error.message}`;
+        return `${toolName} failed: ${error.message}`;
+      case "cancelled":
+        return `${toolName} was cancelled.`;
+      default:
+        return `${toolName} failed: ${error.message}`;
+    }
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return `${toolName} failed unexpectedly in the codebase-index plugin: ${message}`;
+}
+
+function resultText(result: unknown): string {
+  if (typeof result === "string") return result;
+  if (result && typeof result === "object") {
+    const text = (result as { text?: unknown }).text;
+    if (typeof text === "string") return text;
+  }
+  return JSON.stringify(result ?? null);
+}
+
+function titleFor(spec: ToolSpec, args: Record<string, unknown>): string {
+  const subject = args.query ?? args.path ?? args.target ?? args.symbol;
+  return typeof subject === "string" && subject ? `${spec.name}: ${subject.slice(0, 80)}` : spec.name;
+}
+
+function stripUndefined(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined));
+}
+
+export async function runTool(
+  client: SidecarClient,
+  spec: ToolSpec,
+  args: Record<string, unknown>,
+  ctx: Pick<ToolContext, "abort" | "metadata">,
+): Promise<{ title: string; output: string; metadata: Record<string, unknown> }> {
+  const title = titleFor(spec, args);
+  try {
+    const info = await client.ensureStarted(ctx.abort);
+    if (!info.tools.some((t) => t.method === spec.method || t.name === spec.name)) {
+      return {
+        title,
+        output:
+          `${spec.name} is not available: the running codebase-index sidecar (${info.name} ${info.version}) ` +
+          "does not offer it. Update the Python package to match the plugin.",
+        metadata: { error: "unavailable" },
+      };
+    }
+    const result = await client.call(spec.method, stripUndefined(args), {
+      signal: ctx.abort,
+      retryOnCrash: !NOT_REPLAYED.has(spec.method),
+      onProgress: (p) => {
+        const of = p.total > 0 ? ` ${p.done}/${p.total}` : "";
+        ctx.metadata({ title: `${spec.name}: ${p.phase}${of}`, metadata: { phase: p.phase, done: p.done, total: p.total } });
+      },
+    });
+    return { title, output: resultText(result), metadata: {} };
+  } catch (error) {
+    const kind = error instanceof SidecarError ? error.kind : "internal";
+    return { title, output: describeFailure(spec.name, spec.method, error), metadata: { error: kind } };
+  }
+}
+
+/** `{toolName: definition}` for OpenCode's `tool` hook; the sidecar is only started by a call. */
+export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = generatedToolSpecs()): Record<string, ToolDefinition> {
+  const out: Record<string, ToolDefinition> = {};
+  for (const spec of specs) {
+    out[spec.name] = tool({
+      description: spec.description,
+      args: argsShape(spec.inputSchema),
+      execute: (args, ctx) => runTool(getClient(), spec, args as Record<string, unknown>, ctx),
+    });
+  }
+  return out;
+}
