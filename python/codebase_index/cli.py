@@ -193,6 +193,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
+
+    from .mcp_server import add_mcp_parser
+    from .rpc import add_serve_parser
+
+    add_serve_parser(sub)
+    add_mcp_parser(sub)
     return parser
 
 

@@ -1,0 +1,152 @@
+"""Result text for models: compact, bounded, and the same whichever face (RPC, MCP) asked.
+
+Every token a tool returns costs the agent context, so results are one header line each
+(`path:start-end  kind symbol  (score)`) plus at most `MAX_CODE_LINES` lines of code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .models import SearchResult
+
+MAX_CODE_LINES = 40
+MAX_LINE_CHARS = 240
+NO_RESULTS = (
+    "no results for {query!r}; try different words, fewer filters, or index_codebase if files changed"
+)
+
+
+def header(result: SearchResult) -> str:
+    """`src/a.py:10-24  function parse  (3.142)`."""
+    label = f"{result.kind} {result.symbol}".strip()
+    return f"{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})"
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= MAX_LINE_CHARS else line[: MAX_LINE_CHARS - 1] + "…"
+
+
+def _bounded(lines: Sequence[str], limit: int = MAX_CODE_LINES) -> list[str]:
+    shown = [_clip(line) for line in lines[:limit]]
+    if len(lines) > limit:
+        shown.append(f"… ({len(lines) - limit} more lines)")
+    return shown
+
+
+def _read_lines(path: Path) -> list[str] | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+
+
+def code_block(result: SearchResult, *, root: Path, context_lines: int = 0) -> list[str]:
+    """The result's code; with `context_lines`, numbered lines from the file as it is now on disk."""
+    if context_lines > 0:
+        lines = _read_lines(root / result.path)
+        if lines is not None and result.start_line <= len(lines):
+            first = max(1, result.start_line - context_lines)
+            last = min(len(lines), result.end_line + context_lines)
+            width = len(str(last))
+            numbered = [f"{n:>{width}}  {lines[n - 1]}" for n in range(first, last + 1)]
+            return _bounded(numbered, MAX_CODE_LINES + 2 * context_lines)
+    return _bounded((result.content or result.preview).splitlines())
+
+
+def format_search(
+    results: Sequence[SearchResult], *, root: Path, context_lines: int = 0, query: str = ""
+) -> str:
+    if not results:
+        return NO_RESULTS.format(query=query)
+    blocks = []
+    for result in results:
+        body = "\n".join(code_block(result, root=root, context_lines=context_lines))
+        blocks.append(f"{header(result)}\n{body}" if body else header(result))
+    return "\n\n".join(blocks)
+
+
+def format_peek(results: Sequence[SearchResult], *, query: str = "") -> str:
+    if not results:
+        return NO_RESULTS.format(query=query)
+    return "\n".join(header(r) for r in results)
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())) or "none"
+
+
+def format_index_report(report: Any, skipped: Sequence[Any] = (), limit: int = 50) -> str:
+    text = (
+        f"indexed {report.files} files ({report.files_changed} changed, {report.files_unchanged} unchanged, "
+        f"{report.files_removed} removed), {report.chunks} chunks ({report.chunks_added} new) on branch "
+        f"{report.branch} in {report.seconds:.2f}s; skipped: {_counts(report.skipped)}"
+    )
+    lines = [text]
+    for row in list(skipped)[:limit]:
+        lines.append(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
+    if len(skipped) > limit:
+        lines.append(f"  … ({len(skipped) - limit} more skipped files)")
+    return "\n".join(lines)
+
+
+def format_estimate(estimate: Mapping[str, Any]) -> str:
+    return (
+        f"an index run would read {estimate['filesToIndex']} of {estimate['files']} files "
+        f"({estimate['bytes'] / 1_048_576:.1f} MiB in all) and drop {estimate['filesToRemove']}; "
+        f"skipped: {_counts(estimate['skipped'])}"
+    )
+
+
+def _when(timestamp: float | None) -> str:
+    if not timestamp:
+        return "never"
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def format_status(status: Any, *, running: bool = False) -> str:
+    if not status.indexed:
+        suffix = " (an index run is in progress)" if running else "; call index_codebase"
+        return f"{status.root}: not indexed yet{suffix}"
+    lines = [
+        f"branch {status.branch}: {status.files} files, {status.chunks} chunks, {status.vocabulary} terms",
+        f"index {status.index_dir} ({status.size_bytes / 1_048_576:.1f} MiB), "
+        f"updated {_when(status.last_indexed_at)}",
+        f"skipped: {_counts(status.skipped)}",
+    ]
+    if running:
+        lines.append("an index run is in progress")
+    return "\n".join(lines)
+
+
+def format_health(data: Mapping[str, Any]) -> str:
+    state = "ok" if data["ok"] else "PROBLEMS: " + "; ".join(data["quickCheck"])
+    purged = data["purgedContents"]
+    purge = f"purged {purged} unreferenced contents" if purged is not None else (data.get("note") or "")
+    counts = f"{data['files']} files, {data['chunks']} chunks on branch {data['branch']}"
+    return f"integrity {state}; {counts}; {purge}"
+
+
+def format_metrics(data: Mapping[str, Any]) -> str:
+    lines = [
+        f"up {data['uptimeSeconds']:.0f}s, index {data['indexSizeBytes'] / 1_048_576:.1f} MiB, "
+        f"{data['indexRuns']} index runs{' (one running)' if data['indexRunning'] else ''}, "
+        f"engine {'loaded' if data['cache']['engineLoaded'] else 'not loaded'}"
+    ]
+    for method, m in data["methods"].items():
+        lines.append(
+            f"  {method}: {m['count']} calls, {m['errors']} errors, "
+            f"p50 {m['p50Ms']:.1f} ms, p95 {m['p95Ms']:.1f} ms"
+        )
+    return "\n".join(lines)
+
+
+def format_logs(records: Sequence[Any]) -> str:
+    if not records:
+        return "no log records"
+    return "\n".join(
+        f"{time.strftime('%H:%M:%S', time.localtime(r.time))} {r.level:<7} {r.message}" for r in records
+    )

@@ -1,0 +1,202 @@
+"""`codebase-index mcp`: the same tools as the sidecar, served over MCP (stdio) for any MCP client.
+
+Built on the SDK's low-level `Server` so tool schemas come straight from tools.py (the high-level server
+would derive its own from Python signatures and let the two faces drift). Named `mcp_server` so that
+`import mcp` here means the SDK. The engine is created on the first tool call, not at start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__, tools
+from .tools import CallContext, Runtime, ToolError
+
+log = logging.getLogger("codebase_index.mcp")
+
+INSTRUCTIONS = (
+    "Local code search for this project. Use codebase_search to find code by meaning or name before "
+    "grepping; codebase_peek for locations only; index_codebase when search says the project is not "
+    "indexed or results look stale."
+)
+
+PROMPTS: dict[str, tuple[str, str | None, str]] = {
+    # name: (description, argument or None, template)
+    "search": (
+        "Search the codebase for code matching a description",
+        "query",
+        "Use the codebase_search tool to find code related to: {arg}\n"
+        "Show the most relevant results with their file paths and line ranges, and explain briefly how "
+        "they relate to the request.",
+    ),
+    "find": (
+        "Find where something is defined or implemented (locations only)",
+        "query",
+        "Use the codebase_peek tool to list where this is defined or implemented: {arg}\n"
+        "Then read the most promising locations and answer with file:line references.",
+    ),
+    "index": (
+        "Build or update the code search index",
+        None,
+        "Call the index_codebase tool to update the search index, then report what changed.",
+    ),
+    "status": (
+        "Show the state of the code search index",
+        None,
+        "Call the index_status tool and summarise the state of the search index in two or three lines.",
+    ),
+}
+
+
+def build_server(runtime: Runtime) -> Any:
+    """The MCP server object for one project (tools and prompts bound to `runtime`)."""
+    import anyio
+    import anyio.from_thread
+    import anyio.to_thread
+    from mcp import types
+    from mcp.server.lowlevel import Server
+
+    tool_list = [
+        types.Tool(
+            name=d["name"],
+            title=spec.title,
+            description=d["description"],
+            input_schema=d["inputSchema"],
+            annotations=types.ToolAnnotations(read_only_hint=spec.read_only, open_world_hint=False),
+        )
+        for spec, d in zip(tools.TOOLS, tools.tool_definitions(), strict=True)
+    ]
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=tool_list)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        name = params.name
+        if name not in tools.BY_NAME:
+            return _error_result(types, f"unknown tool {name!r}; available: {', '.join(tools.BY_NAME)}")
+        cancelled = threading.Event()
+        token = getattr(ctx.meta, "progress_token", None) if ctx.meta is not None else None
+        progress = _progress_sender(ctx, token, anyio) if token is not None else None
+
+        def run() -> tools.ToolResult:
+            return tools.call(runtime, name, params.arguments or {}, CallContext(progress, cancelled.is_set))
+
+        try:
+            result = await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()  # the worker thread stops at its next progress check
+            raise
+        except ToolError as exc:
+            return _error_result(types, exc.message)
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            return _error_result(types, f"internal error in {name}: {type(exc).__name__}: {exc}")
+        return types.CallToolResult(content=[types.TextContent(text=result.text)])
+
+    async def list_prompts(ctx: Any, params: Any) -> Any:
+        prompts = [
+            types.Prompt(
+                name=name,
+                description=description,
+                arguments=[types.PromptArgument(name=arg, description="what to look for", required=True)]
+                if arg
+                else None,
+            )
+            for name, (description, arg, _) in PROMPTS.items()
+        ]
+        return types.ListPromptsResult(prompts=prompts)
+
+    async def get_prompt(ctx: Any, params: Any) -> Any:
+        from mcp.shared.exceptions import MCPError
+
+        entry = PROMPTS.get(params.name)
+        if entry is None:
+            raise MCPError(code=tools.INVALID_PARAMS, message=f"unknown prompt {params.name!r}")
+        description, arg, template = entry
+        value = (params.arguments or {}).get(arg, "") if arg else ""
+        if arg and not value.strip():
+            raise MCPError(
+                code=tools.INVALID_PARAMS, message=f"prompt {params.name!r} needs the argument {arg!r}"
+            )
+        message = types.PromptMessage(role="user", content=types.TextContent(text=template.format(arg=value)))
+        return types.GetPromptResult(description=description, messages=[message])
+
+    return Server(
+        tools.SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
+    )
+
+
+def _error_result(types: Any, message: str) -> Any:
+    """Tool failures go back as results with isError, so the model can read them and adjust."""
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _progress_sender(ctx: Any, token: str | int, anyio: Any) -> tools.ProgressFn:
+    """Forward index progress from the worker thread to the client, at most ten times a second."""
+    last = {"at": 0.0}
+
+    def send(phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done != total and now - last["at"] < 0.1:
+            return
+        last["at"] = now
+        try:
+            anyio.from_thread.run(
+                lambda: ctx.session.send_progress_notification(
+                    token, float(done), float(total) if total else None, message=phase
+                )
+            )
+        except Exception as exc:  # progress is best effort; the call itself goes on
+            log.debug("progress notification failed: %s", exc)
+
+    return send
+
+
+async def _serve(runtime: Runtime) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(runtime)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .rpc import configure_logging
+
+    root = Path(args.project or os.environ.get("CODEBASE_INDEX_ROOT") or Path.cwd())
+    if not root.is_dir():
+        print(f"codebase-index mcp: error: project root {root} is not a directory", file=sys.stderr)
+        return 1
+    buffer = tools.LogBuffer()
+    runtime = Runtime(root, index_dir=Path(args.index_dir) if args.index_dir else None, logs=buffer)
+    configure_logging(runtime.index_dir, args.log_level, buffer)
+    log.info("MCP server %s serving %s (index %s)", __version__, runtime.root, runtime.index_dir)
+    try:
+        anyio.run(_serve, runtime)
+    finally:
+        runtime.close()
+    return 0
+
+
+def add_mcp_parser(sub: Any) -> None:
+    """Register `mcp` on the CLI's sub-command parser."""
+    p = sub.add_parser("mcp", help="serve the search tools over MCP on stdin/stdout")
+    p.add_argument("--project", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
+    p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.opencode/index)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+    p.set_defaults(func=cmd_mcp)

@@ -1,0 +1,889 @@
+"""The agent-facing tools, defined once and served three ways (JSON-RPC sidecar, MCP, generated TypeScript).
+
+Each tool is a msgspec params Struct (camelCase on the wire, unknown fields refused) plus a `ToolSpec`
+(name, RPC method, description for the model, handler). `call()` validates raw params against the Struct,
+runs the handler on a shared `Runtime` and records metrics; the transports only move bytes.
+
+This module must stay cheap to import: the sidecar answers `initialize` from it before numpy, tree-sitter
+or the engine are loaded (they are imported inside the handlers that need them).
+
+`python -m codebase_index.tools --emit json|ts` prints the JSON Schemas or writes the TypeScript face.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import json
+import logging
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import msgspec
+
+from . import __version__
+from .git import current_branch
+from .models import ChunkKind
+
+if TYPE_CHECKING:
+    from .service import Engine
+
+log = logging.getLogger("codebase_index.tools")
+
+PROTOCOL_VERSION = 1
+SERVER_NAME = "codebase-index"
+DEFAULT_INDEX_SUBDIR = (".opencode", "index")
+
+# -- errors (codes are the JSON-RPC ones; documented in plugin/PROTOCOL.md) --------------------------
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+INDEX_BUSY = -32001
+SIDECAR_LOCKED = -32002
+NOT_INDEXED = -32003
+CONFIG_ERROR = -32004
+
+
+class ToolError(Exception):
+    """A failure the caller should see as-is: a JSON-RPC error code plus a one-line message."""
+
+    code = INTERNAL_ERROR
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class InvalidParams(ToolError):
+    code = INVALID_PARAMS
+
+
+class MethodNotFound(ToolError):
+    code = METHOD_NOT_FOUND
+
+
+class IndexBusy(ToolError):
+    code = INDEX_BUSY
+
+
+class NotIndexed(ToolError):
+    code = NOT_INDEXED
+
+
+class ConfigProblem(ToolError):
+    code = CONFIG_ERROR
+
+
+class Cancelled(ToolError):
+    code = REQUEST_CANCELLED
+
+
+# -- params: the single source of every face's schema -------------------------------------------------
+
+SearchMode = Literal["keyword", "semantic", "hybrid"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+_Query = Annotated[
+    str, msgspec.Meta(min_length=1, description="What to look for: words, identifiers, a phrase.")
+]
+_FileType = Annotated[str, msgspec.Meta(description="Only files with this extension, e.g. 'py' or '.ts'.")]
+_Directory = Annotated[
+    str, msgspec.Meta(description="Only files under this directory, relative to the root.")
+]
+_ChunkType = Annotated[ChunkKind, msgspec.Meta(description="Only chunks of this kind.")]
+
+
+class _Params(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class SearchParams(_Params):
+    """Search the indexed code and return the best matching chunks with their code."""
+
+    query: _Query
+    limit: Annotated[int, msgspec.Meta(ge=1, le=50, description="How many results (default 10).")] = 10
+    file_type: _FileType | None = None
+    directory: _Directory | None = None
+    chunk_type: _ChunkType | None = None
+    min_score: Annotated[float, msgspec.Meta(description="Drop results scoring below this.")] | None = None
+    context_lines: (
+        Annotated[int, msgspec.Meta(ge=0, le=50, description="Extra file lines shown around each result.")]
+        | None
+    ) = None
+    mode: (
+        Annotated[SearchMode, msgspec.Meta(description="Retrieval strategy (default: the best available).")]
+        | None
+    ) = None
+
+
+class PeekParams(_Params):
+    """Like search, but locations only: cheap to scan, then read the files you need."""
+
+    query: _Query
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100, description="How many locations (default 20).")] = 20
+    file_type: _FileType | None = None
+    directory: _Directory | None = None
+    chunk_type: _ChunkType | None = None
+
+
+class IndexParams(_Params):
+    """Build or update the index."""
+
+    force: Annotated[bool, msgspec.Meta(description="Re-chunk every file instead of only changed ones.")] = (
+        False
+    )
+    estimate_only: Annotated[bool, msgspec.Meta(description="Only count what an index run would do.")] = False
+    verbose: Annotated[bool, msgspec.Meta(description="List skipped files with their reasons.")] = False
+
+
+class StatusParams(_Params):
+    """No parameters."""
+
+
+class HealthCheckParams(_Params):
+    """No parameters."""
+
+
+class MetricsParams(_Params):
+    """No parameters."""
+
+
+class LogsParams(_Params):
+    """Recent log records of the index service."""
+
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000, description="How many records (default 50).")] = 50
+    level: Annotated[LogLevel, msgspec.Meta(description="Only records at this level or above.")] | None = None
+
+
+# -- results ------------------------------------------------------------------------------------------
+
+
+class ToolResult(msgspec.Struct):
+    """What every tool returns: `text` for the model, `data` for programs."""
+
+    text: str
+    data: Any
+
+
+class Hit(msgspec.Struct, rename="camel"):
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str
+    language: str
+    score: float
+    id: int
+    content: str | None = None
+
+
+class IndexSummary(msgspec.Struct, rename="camel"):
+    """The index state as `initialize` reports it, read without loading the engine."""
+
+    root: str
+    index_dir: str
+    branch: str
+    indexed: bool
+    files: int
+    chunks: int
+    last_indexed_at: float | None
+    error: str | None = None
+
+
+# -- call context: progress and cancellation from the transport ---------------------------------------
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+class CallContext:
+    """Per-call hooks a transport passes in: where progress goes and how to tell the call was cancelled."""
+
+    def __init__(
+        self, progress: ProgressFn | None = None, cancelled: Callable[[], bool] | None = None
+    ) -> None:
+        self._progress = progress
+        self._cancelled = cancelled or (lambda: False)
+
+    def is_cancelled(self) -> bool:
+        return self._cancelled()
+
+    def check_cancelled(self) -> None:
+        if self._cancelled():
+            raise Cancelled("request cancelled")
+
+    def progress(self, phase: str, done: int, total: int) -> None:
+        """Report progress, and stop the work here if the caller cancelled it."""
+        self.check_cancelled()
+        if self._progress is not None:
+            self._progress(phase, done, total)
+
+
+# -- runtime state shared by every call ---------------------------------------------------------------
+
+
+class Metrics:
+    """Per-method call counts and latencies since start (bounded samples, percentiles on demand)."""
+
+    SAMPLES = 2048
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = collections.Counter()
+        self._errors: dict[str, int] = collections.Counter()
+        self._latencies: dict[str, collections.deque[float]] = {}
+        self.started_at = time.time()
+
+    def record(self, method: str, seconds: float, ok: bool) -> None:
+        with self._lock:
+            self._counts[method] += 1
+            if not ok:
+                self._errors[method] += 1
+            self._latencies.setdefault(method, collections.deque(maxlen=self.SAMPLES)).append(seconds)
+
+    def snapshot(self) -> dict[str, dict[str, float | int]]:
+        with self._lock:
+            out: dict[str, dict[str, float | int]] = {}
+            for method, count in sorted(self._counts.items()):
+                samples = sorted(self._latencies.get(method, ()))
+                out[method] = {
+                    "count": count,
+                    "errors": self._errors.get(method, 0),
+                    "p50Ms": round(percentile(samples, 50) * 1000, 3),
+                    "p95Ms": round(percentile(samples, 95) * 1000, 3),
+                }
+            return out
+
+
+def percentile(sorted_values: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of an already sorted sequence (0.0 when empty).
+
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+    2.0
+    >>> percentile([1.0, 2.0, 3.0, 4.0], 95)
+    4.0
+    """
+    if not sorted_values:
+        return 0.0
+    rank = max(1, -(-len(sorted_values) * pct // 100))
+    return float(sorted_values[int(rank) - 1])
+
+
+class LogRecordOut(msgspec.Struct):
+    time: float
+    level: str
+    logger: str
+    message: str
+
+
+LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+class LogBuffer(logging.Handler):
+    """The last records in memory, so `index_logs` answers without reading the log file."""
+
+    def __init__(self, capacity: int = 2000) -> None:
+        super().__init__()
+        self._records: collections.deque[LogRecordOut] = collections.deque(maxlen=capacity)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            if record.exc_info and record.exc_info[0] is not None:
+                message += f" ({record.exc_info[0].__name__}: {record.exc_info[1]})"
+            self._records.append(LogRecordOut(record.created, record.levelname.lower(), record.name, message))
+        except Exception:  # a log handler must never raise into the caller
+            self.handleError(record)
+
+    def tail(self, limit: int, level: str | None = None) -> list[LogRecordOut]:
+        floor = LEVELS.get(level or "debug", logging.DEBUG)
+        picked = [r for r in list(self._records) if LEVELS.get(r.level, logging.CRITICAL) >= floor]
+        return picked[-limit:]
+
+
+def default_index_dir(root: Path, index_dir: Path | None = None) -> tuple[Path, str | None]:
+    """Where the index lives: the explicit path, else the config's, else <root>/.opencode/index.
+
+    Returns the path and a config error message, if the config could not be read (the sidecar still
+    starts so it can tell the agent what is wrong).
+    """
+    if index_dir is not None:
+        return index_dir.resolve(), None
+    try:
+        from .config import index_dir as config_index_dir
+        from .config import load_config
+
+        return Path(config_index_dir(root, load_config(root))).resolve(), None
+    except ImportError:
+        return root.joinpath(*DEFAULT_INDEX_SUBDIR).resolve(), None
+    except Exception as exc:  # ConfigError and friends: reported on every call that needs the engine
+        return root.joinpath(*DEFAULT_INDEX_SUBDIR).resolve(), str(exc)
+
+
+class Runtime:
+    """Everything the tools share for one project: lazily built engines, locks, metrics and logs.
+
+    Two engines, two SQLite connections: `reader` answers searches (WAL lets it read while the writer
+    commits), `writer` runs index jobs, one at a time. Reads serialize on `read_lock` (they are fast);
+    they never wait for an index run.
+    """
+
+    def __init__(self, root: Path, *, index_dir: Path | None = None, logs: LogBuffer | None = None) -> None:
+        self.root = root.resolve()
+        self.index_dir, self.config_error = default_index_dir(self.root, index_dir)
+        self.metrics = Metrics()
+        self.logs = logs or LogBuffer()
+        self.read_lock = threading.Lock()
+        self.index_lock = threading.Lock()
+        self._engines_lock = threading.Lock()
+        self._reader: Engine | None = None
+        self._writer: Engine | None = None
+        self.index_runs = 0
+
+    def _make_engine(self) -> Engine:
+        if self.config_error:
+            raise ConfigProblem(f"the project configuration is invalid: {self.config_error}")
+        from .service import Engine
+
+        try:
+            return Engine(self.root, index_path=self.index_dir)
+        except FileNotFoundError as exc:
+            raise ConfigProblem(str(exc)) from exc
+        except Exception as exc:
+            if type(exc).__name__ == "ConfigError":
+                raise ConfigProblem(f"the project configuration is invalid: {exc}") from exc
+            raise
+
+    def reader(self) -> Engine:
+        with self._engines_lock:
+            if self._reader is None:
+                self._reader = self._make_engine()
+            return self._reader
+
+    def writer(self) -> Engine:
+        with self._engines_lock:
+            if self._writer is None:
+                self._writer = self._make_engine()
+            return self._writer
+
+    def engine_loaded(self) -> bool:
+        return self._reader is not None
+
+    def summary(self) -> IndexSummary:
+        """Index counts straight from SQLite (read-only, no numpy), for a fast `initialize`."""
+        return light_summary(self.root, self.index_dir)
+
+    def close(self) -> None:
+        with self._engines_lock:
+            for engine in (self._reader, self._writer):
+                if engine is not None:
+                    with contextlib.suppress(Exception):
+                        engine.close()
+            self._reader = self._writer = None
+
+
+def light_summary(root: Path, index_dir: Path) -> IndexSummary:
+    branch = current_branch(root)
+    db = index_dir / "codebase.db"
+    base = IndexSummary(str(root), str(index_dir), branch, False, 0, 0, None)
+    if not db.exists():
+        return base
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5.0)
+        try:
+            last = conn.execute("SELECT value FROM meta WHERE key='last_indexed_at'").fetchone()
+            files = conn.execute("SELECT COUNT(*) FROM files WHERE branch=?", (branch,)).fetchone()[0]
+            chunks = conn.execute(
+                "SELECT COALESCE(SUM(c.n_chunks), 0) FROM files f JOIN contents c ON c.key = f.content_key "
+                "WHERE f.branch=?",
+                (branch,),
+            ).fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        base.error = f"index unreadable: {exc}"
+        return base
+    base.indexed = last is not None
+    base.files = int(files)
+    base.chunks = int(chunks)
+    base.last_indexed_at = float(last[0]) if last else None
+    return base
+
+
+# -- handlers -----------------------------------------------------------------------------------------
+
+
+def _require_index(engine: Engine) -> None:
+    if not engine.has_index():
+        raise NotIndexed("this project is not indexed yet; call index_codebase first")
+
+
+def _filters(file_type: str | None, directory: str | None, kind: str | None) -> Any:
+    from .search import Filters
+
+    return Filters(file_type=file_type or None, directory=directory or None, kind=kind)
+
+
+def _run_search(rt: Runtime, query: str, limit: int, filters: Any, mode: str | None) -> Any:
+    if not query.strip():
+        raise InvalidParams("invalid params: `query` is empty")
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        try:
+            if mode is None:
+                return engine.search(query, top_k=limit, filters=filters)
+            return engine.search(query, top_k=limit, filters=filters, mode=mode)
+        except ValueError as exc:
+            raise InvalidParams(f"invalid params: `mode`: {exc}") from exc
+
+
+def _hits(results: Sequence[Any], *, content: bool) -> list[Hit]:
+    return [
+        Hit(
+            path=r.path,
+            start_line=r.start_line,
+            end_line=r.end_line,
+            kind=r.kind,
+            symbol=r.symbol,
+            language=r.language,
+            score=r.score,
+            id=r.id,
+            content=r.content if content else None,
+        )
+        for r in results
+    ]
+
+
+def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult:
+    from .format import format_search
+
+    response = _run_search(rt, p.query, p.limit, _filters(p.file_type, p.directory, p.chunk_type), p.mode)
+    results = [r for r in response.results if p.min_score is None or r.score >= p.min_score]
+    call.check_cancelled()
+    text = format_search(results, root=rt.root, context_lines=p.context_lines or 0, query=p.query)
+    data = {"query": p.query, "strategy": response.strategy, "results": _hits(results, content=False)}
+    return ToolResult(text, data)
+
+
+def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
+    from .format import format_peek
+
+    response = _run_search(rt, p.query, p.limit, _filters(p.file_type, p.directory, p.chunk_type), None)
+    call.check_cancelled()
+    data = {
+        "query": p.query,
+        "strategy": response.strategy,
+        "results": _hits(response.results, content=False),
+    }
+    return ToolResult(format_peek(response.results, query=p.query), data)
+
+
+def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
+    from .format import format_estimate, format_index_report
+
+    if p.estimate_only:
+        with rt.read_lock:
+            estimate = estimate_index(rt.reader(), force=p.force)
+        return ToolResult(format_estimate(estimate), estimate)
+    if not rt.index_lock.acquire(blocking=False):
+        raise IndexBusy("an index run is already in progress in this sidecar; try again when it finishes")
+    try:
+        engine = rt.writer()
+        try:
+            report = engine.index(force=p.force, progress=call.progress)
+        except Exception as exc:
+            if type(exc).__name__ == "IndexLockedError":
+                raise IndexBusy(str(exc)) from exc
+            raise
+        rt.index_runs += 1
+        skipped = engine.skipped_files() if p.verbose else []
+    finally:
+        rt.index_lock.release()
+    log.info(
+        "indexed %d files (%d changed, %d removed) in %.2fs",
+        report.files,
+        report.files_changed,
+        report.files_removed,
+        report.seconds,
+    )
+    data = msgspec.to_builtins(report)
+    if p.verbose:
+        data["skippedFiles"] = [msgspec.to_builtins(s) for s in skipped]
+    return ToolResult(format_index_report(report, skipped), data)
+
+
+def estimate_index(engine: Engine, *, force: bool) -> dict[str, Any]:
+    """What an index run would touch: discovered files, bytes, and how many differ from the index."""
+    from . import files as discovery
+
+    cfg = engine.config
+    found = discovery.discover(
+        engine.root,
+        include=cfg.include or None,
+        additional_include=cfg.additional_include,
+        exclude=cfg.exclude,
+        max_file_size=cfg.indexing.max_file_size,
+    )
+    existing = engine.store.file_rows(engine.branch()) if engine.has_index() else {}
+    changed = 0
+    for entry in found.files:
+        old = existing.get(entry.path)
+        if (
+            force
+            or old is None
+            or (old.size, old.mtime_ns, old.inode) != (entry.size, entry.mtime_ns, entry.inode)
+        ):
+            changed += 1
+    removed = len(set(existing) - {f.path for f in found.files})
+    return {
+        "files": len(found.files),
+        "bytes": sum(f.size for f in found.files),
+        "filesToIndex": changed,
+        "filesToRemove": removed,
+        "skipped": dict(collections.Counter(s.reason for s in found.skipped)),
+    }
+
+
+def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult:
+    from .format import format_status
+
+    with rt.read_lock:
+        status = rt.reader().status()
+    data = msgspec.to_builtins(status)
+    data["indexRunning"] = rt.index_lock.locked()
+    return ToolResult(format_status(status, running=rt.index_lock.locked()), data)
+
+
+def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) -> ToolResult:
+    from .format import format_health
+
+    with rt.read_lock:
+        engine = rt.reader()
+        if not (rt.index_dir / "codebase.db").exists():
+            raise NotIndexed("there is no index to check yet; call index_codebase first")
+        rows = [r[0] for r in engine.store.conn.execute("PRAGMA quick_check").fetchall()]
+        branch = engine.branch()
+        counts = engine.store.counts(branch)
+    purged: int | None = None
+    note = ""
+    if rt.index_lock.acquire(blocking=False):
+        try:
+            store = rt.writer().store
+            with store.write_lock(wait=False), store.transaction():
+                purged = store.purge_unreferenced_contents()
+        except Exception as exc:
+            if type(exc).__name__ != "IndexLockedError":
+                raise
+            note = "purge skipped: another process is indexing"
+        finally:
+            rt.index_lock.release()
+    else:
+        note = "purge skipped: an index run is in progress"
+    data = {
+        "ok": rows == ["ok"],
+        "quickCheck": rows[:20],
+        "purgedContents": purged,
+        "branch": branch,
+        "files": counts["files"],
+        "chunks": counts["chunks"],
+        "vocabulary": counts["vocabulary"],
+        "note": note or None,
+    }
+    return ToolResult(format_health(data), data)
+
+
+def handle_metrics(rt: Runtime, p: MetricsParams, call: CallContext) -> ToolResult:
+    from .format import format_metrics
+
+    size = 0
+    if rt.index_dir.is_dir():
+        for entry in rt.index_dir.iterdir():
+            with contextlib.suppress(OSError):
+                if entry.is_file():
+                    size += entry.stat().st_size
+    cache: dict[str, Any] = {"engineLoaded": rt.engine_loaded(), "snapshotDocs": None}
+    reader = rt._reader
+    snap = getattr(reader, "_snapshot", None) if reader is not None else None
+    if snap is not None:
+        cache.update(snapshotBranch=snap[0], snapshotGeneration=snap[1], snapshotDocs=len(snap[2]))
+    data = {
+        "uptimeSeconds": round(time.time() - rt.metrics.started_at, 3),
+        "methods": rt.metrics.snapshot(),
+        "indexSizeBytes": size,
+        "indexRuns": rt.index_runs,
+        "indexRunning": rt.index_lock.locked(),
+        "cache": cache,
+    }
+    return ToolResult(format_metrics(data), data)
+
+
+def handle_logs(rt: Runtime, p: LogsParams, call: CallContext) -> ToolResult:
+    from .format import format_logs
+
+    records = rt.logs.tail(p.limit, p.level)
+    log_file = rt.index_dir / "sidecar.log"
+    data = {"records": records, "logFile": str(log_file) if log_file.exists() else None}
+    return ToolResult(format_logs(records), data)
+
+
+# -- the registry -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str  # what the model sees
+    method: str  # the JSON-RPC method
+    title: str
+    description: str
+    params: type[_Params]
+    handler: Callable[[Runtime, Any, CallContext], ToolResult]
+    read_only: bool = True
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "codebase_search",
+        "search",
+        "Search code",
+        "Search this project's code by meaning and keywords; returns the best matching functions, classes "
+        "and sections with file path, line range and code. Use it before grep when you don't know where "
+        "something lives, to find where a concept is implemented, or to find usages by name. Narrow with "
+        "fileType, directory or chunkType; add contextLines to see surrounding lines.",
+        SearchParams,
+        handle_search,
+    ),
+    ToolSpec(
+        "codebase_peek",
+        "peek",
+        "Find code locations",
+        "Like codebase_search but returns only locations (path:lines, kind, symbol), no code: cheap for "
+        "getting an overview of where something is; then read the files you need.",
+        PeekParams,
+        handle_peek,
+    ),
+    ToolSpec(
+        "index_codebase",
+        "index",
+        "Index the codebase",
+        "Build or update the search index (only changed files are re-read). Run it when search says the "
+        "project is not indexed or results look stale; estimateOnly counts the work without doing it; "
+        "force re-chunks everything.",
+        IndexParams,
+        handle_index,
+        read_only=False,
+    ),
+    ToolSpec(
+        "index_status",
+        "status",
+        "Index status",
+        "Show what the index holds: branch, files, chunks, skipped files, size, when it was last updated.",
+        StatusParams,
+        handle_status,
+    ),
+    ToolSpec(
+        "index_health_check",
+        "health_check",
+        "Check index health",
+        "Check the index database for corruption and drop data no file refers to any more. Use it when "
+        "search fails or results point at code that no longer exists.",
+        HealthCheckParams,
+        handle_health_check,
+        read_only=False,
+    ),
+    ToolSpec(
+        "index_metrics",
+        "metrics",
+        "Index service metrics",
+        "Call counts and latencies per tool since the service started, index size and cache state.",
+        MetricsParams,
+        handle_metrics,
+    ),
+    ToolSpec(
+        "index_logs",
+        "logs",
+        "Index service logs",
+        "The most recent log records of the index service; use it to find out why indexing or search failed.",
+        LogsParams,
+        handle_logs,
+    ),
+)
+
+BY_METHOD: dict[str, ToolSpec] = {t.method: t for t in TOOLS}
+BY_NAME: dict[str, ToolSpec] = {t.name: t for t in TOOLS}
+
+
+def lookup(name_or_method: str) -> ToolSpec:
+    spec = BY_METHOD.get(name_or_method) or BY_NAME.get(name_or_method)
+    if spec is None:
+        raise MethodNotFound(f"method not found: {name_or_method}")
+    return spec
+
+
+def decode_params(spec: ToolSpec, raw: Any) -> Any:
+    """Validate raw wire params into the tool's Struct; the error message names the offending field."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InvalidParams("invalid params: params must be an object with named fields")
+    try:
+        return msgspec.convert(raw, spec.params)
+    except msgspec.ValidationError as exc:
+        raise InvalidParams(f"invalid params: {exc}") from exc
+
+
+def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | None = None) -> ToolResult:
+    """Validate, run and time one tool call. Raises ToolError subclasses for expected failures."""
+    spec = lookup(name_or_method)
+    ctx = ctx or CallContext()
+    started = time.perf_counter()
+    ok = False
+    try:
+        params = decode_params(spec, raw_params)
+        ctx.check_cancelled()
+        result = spec.handler(rt, params, ctx)
+        ok = True
+        return result
+    finally:
+        rt.metrics.record(spec.method, time.perf_counter() - started, ok)
+
+
+# -- schema faces -------------------------------------------------------------------------------------
+
+
+def input_schema(params: type[_Params]) -> dict[str, Any]:
+    """The JSON Schema of a params Struct, inlined, with optional fields shown as their plain type.
+
+    msgspec writes `anyOf: [T, null]` for optional fields; models and some providers handle a plain `T`
+    (field absent = not set) better, and the server still accepts an explicit null.
+    """
+    raw = msgspec.json.schema(params)
+    defs = raw.get("$defs", {})
+    schema = dict(defs[raw["$ref"].rsplit("/", 1)[-1]]) if "$ref" in raw else dict(raw)
+    schema.pop("title", None)
+    properties: dict[str, Any] = {}
+    for key, prop in schema.get("properties", {}).items():
+        prop = dict(prop)
+        options = prop.get("anyOf")
+        if options and len(options) == 2 and {"type": "null"} in options and prop.get("default", 0) is None:
+            inner = next(o for o in options if o != {"type": "null"})
+            prop.pop("anyOf")
+            prop.pop("default")
+            prop = {**prop, **inner}
+        properties[key] = prop
+    out: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    out["additionalProperties"] = False
+    return out
+
+
+def tool_definitions() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "method": t.method,
+            "description": t.description,
+            "inputSchema": input_schema(t.params),
+        }
+        for t in TOOLS
+    ]
+
+
+def _zod(prop: dict[str, Any], required: bool) -> str:
+    if "enum" in prop:
+        expr = "z.enum([" + ", ".join(json.dumps(v) for v in prop["enum"]) + "])"
+    elif prop.get("type") == "string":
+        expr = "z.string()"
+        if "minLength" in prop:
+            expr += f".min({prop['minLength']})"
+    elif prop.get("type") == "integer":
+        expr = "z.number().int()"
+    elif prop.get("type") == "number":
+        expr = "z.number()"
+    elif prop.get("type") == "boolean":
+        expr = "z.boolean()"
+    else:
+        raise ValueError(f"no zod mapping for schema {prop!r}")
+    if prop.get("type") in ("integer", "number"):
+        if "minimum" in prop:
+            expr += f".min({prop['minimum']})"
+        if "maximum" in prop:
+            expr += f".max({prop['maximum']})"
+    if not required:
+        expr += ".optional()"
+    if "description" in prop:
+        expr += f".describe({json.dumps(prop['description'])})"
+    return expr
+
+
+def render_ts() -> str:
+    """The TypeScript face: plain JSON Schemas plus zod 4 arg shapes built from the plugin's `tool.schema`."""
+    defs = tool_definitions()
+    lines = [
+        "// Generated by `python -m codebase_index.tools --emit ts` from python/codebase_index/tools.py.",
+        "// Do not edit: tests/test_tools_schema.py fails when this file and tools.py disagree.",
+        'import type { tool } from "@opencode-ai/plugin";',
+        "",
+        "type Z = typeof tool.schema;",
+        "",
+        f"export const PROTOCOL_VERSION = {PROTOCOL_VERSION};",
+        "",
+        "export interface ToolDefinition {",
+        "  name: string;",
+        "  method: string;",
+        "  description: string;",
+        "  inputSchema: Record<string, unknown>;",
+        "}",
+        "",
+        "export const TOOL_DEFINITIONS: readonly ToolDefinition[] = "
+        + json.dumps(defs, indent=2, ensure_ascii=False)
+        + ";",
+        "",
+        "/** zod raw shapes for `tool({ args })`, keyed by tool name; pass the plugin's `tool.schema`. */",
+        "export function toolArgs(z: Z) {",
+        "  return {",
+    ]
+    for spec, d in zip(TOOLS, defs, strict=True):
+        schema = d["inputSchema"]
+        required = set(schema.get("required", []))
+        lines.append(f"    {spec.name}: {{")
+        for key, prop in schema["properties"].items():
+            lines.append(f"      {key}: {_zod(prop, key in required)},")
+        lines.append("    },")
+    lines += ["  };", "}", ""]
+    return "\n".join(lines)
+
+
+DEFAULT_TS_PATH = Path("plugin/src/generated/tools.ts")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codebase_index.tools", description=__doc__)
+    parser.add_argument("--emit", choices=["json", "ts"], required=True)
+    parser.add_argument("--out", type=Path, help=f"where --emit ts writes (default {DEFAULT_TS_PATH})")
+    args = parser.parse_args(argv)
+    if args.emit == "json":
+        payload = {"name": SERVER_NAME, "version": __version__, "protocolVersion": PROTOCOL_VERSION}
+        sys.stdout.write(json.dumps({**payload, "tools": tool_definitions()}, indent=2) + "\n")
+        return 0
+    out: Path = args.out or DEFAULT_TS_PATH
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_ts(), encoding="utf-8")
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
