@@ -147,6 +147,8 @@ export class SidecarClient {
   private failures = 0;
   private lastFailureAt = 0;
   private disposed = false;
+  /** Exits of killed sessions; a new sidecar waits for them because the Python side holds a per-index lock. */
+  private retiring = new Set<Promise<void>>();
   private stderrTail: string[] = [];
   /** How many sidecar processes were started; exposed for tests and diagnostics. */
   starts = 0;
@@ -254,6 +256,14 @@ export class SidecarClient {
     const cap = this.opts.backoffCapMs ?? 8_000;
     const wait = this.lastFailureAt + backoffDelay(this.failures, base, cap) - Date.now();
     if (wait > 0) await sleep(wait, signal);
+    if (this.retiring.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, 5_000);
+      });
+      await Promise.race([Promise.all(this.retiring), limit]);
+      clearTimeout(timer);
+    }
 
     const args = ["-m", "codebase_index.cli", "serve", "--project", this.opts.project, ...(this.opts.extraArgs ?? [])];
     const session = await this.spawnSession(args);
@@ -476,7 +486,13 @@ export class SidecarClient {
     if (this.session === session) this.session = undefined;
     this.recordFailure();
     this.rejectAll(error, session);
-    if (!session.exited) session.child.kill("SIGKILL");
+    if (!session.exited) {
+      const exit = session.exitPromise.then(() => {
+        this.retiring.delete(exit);
+      });
+      this.retiring.add(exit);
+      session.child.kill("SIGKILL");
+    }
   }
 
   private write(session: Session, message: object): boolean {

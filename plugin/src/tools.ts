@@ -3,7 +3,7 @@
  */
 import { tool, type ToolContext, type ToolDefinition } from "@opencode-ai/plugin";
 
-import * as generated from "./generated/tools.js";
+import { TOOL_DEFINITIONS, toolArgs } from "./generated/tools.js";
 import { argsShape } from "./schema.js";
 import { SidecarError, type SidecarClient } from "./sidecar.js";
 
@@ -14,31 +14,20 @@ export interface ToolSpec {
   inputSchema: Record<string, unknown>;
 }
 
-function isToolSpec(value: unknown): value is ToolSpec {
-  if (typeof value !== "object" || value === null) return false;
-  const v = value as Record<string, unknown>;
-  return (
-    typeof v.name === "string" &&
-    typeof v.method === "string" &&
-    typeof v.description === "string" &&
-    typeof v.inputSchema === "object" &&
-    v.inputSchema !== null
-  );
+/** The tool specs generated from Python (`python -m codebase_index.tools --emit ts`). */
+export function generatedToolSpecs(): ToolSpec[] {
+  return TOOL_DEFINITIONS.map((d) => ({ ...d }));
 }
 
+type ArgShape = Record<string, import("zod").ZodType>;
+
 /**
- * The tool specs exported by the generated module (the first exported array of specs, so a renamed
- * export in the generator does not silently drop every tool).
+ * The zod shape for a tool: the generated one when the generator emitted it, else derived from the
+ * JSON Schema (so a tool added on the Python side still gets checked arguments).
  */
-export function generatedToolSpecs(): ToolSpec[] {
-  const exports = generated as unknown as Record<string, unknown>;
-  const preferred = ["TOOLS", "TOOL_SPECS", "tools"];
-  const names = [...preferred.filter((n) => n in exports), ...Object.keys(exports).filter((n) => !preferred.includes(n))];
-  for (const name of names) {
-    const value = exports[name];
-    if (Array.isArray(value) && value.length > 0 && value.every(isToolSpec)) return value;
-  }
-  return [];
+export function argsFor(spec: ToolSpec): ArgShape {
+  const generated = (toolArgs(tool.schema) as Record<string, ArgShape | undefined>)[spec.name];
+  return generated ?? argsShape(spec.inputSchema);
 }
 
 /** Methods that only read: safe to replay once on a fresh sidecar after a crash. */
@@ -124,7 +113,7 @@ export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = g
   for (const spec of specs) {
     out[spec.name] = tool({
       description: spec.description,
-      args: argsShape(spec.inputSchema),
+      args: argsFor(spec),
       execute: (args, ctx) => runTool(getClient(), spec, args as Record<string, unknown>, ctx),
     });
   }
