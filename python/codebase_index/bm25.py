@@ -27,7 +27,7 @@ import re
 import sys
 import unicodedata
 from collections import Counter
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -74,7 +74,7 @@ _ASCII_PARTS = re.compile(_PART_TEMPLATE.format(U="[A-Z]", L="[a-z]"), re.ASCII)
 
 
 @functools.cache
-def _unicode_parts() -> Any:
+def _unicode_parts() -> Callable[[str], list[Any]]:
     """Build the Unicode variant lazily: enumerating upper-case code points costs ~60 ms once."""
     ranges: list[str] = []
     start = prev = -2
