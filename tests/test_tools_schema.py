@@ -111,7 +111,9 @@ def test_json_schema_and_msgspec_accept_the_same_params(method: str, params: dic
         ("logs", {"level": "trace"}, "$.level"),
     ],
 )
-def test_bad_params_are_refused_by_both_faces_and_named(method: str, params: dict[str, object], field: str) -> None:
+def test_bad_params_are_refused_by_both_faces_and_named(
+    method: str, params: dict[str, object], field: str
+) -> None:
     spec = tools.lookup(method)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(params, tools.input_schema(spec.params))

@@ -1,0 +1,106 @@
+"""The MCP face: the official `mcp` client launches `codebase-index mcp` and uses the tools like an agent."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+from codebase_index import tools
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _project(root: Path) -> Path:
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "geometry.py").write_text(
+        "import math\n\n\n"
+        "def polygon_area(points):\n"
+        '    """Shoelace formula for the area of a simple polygon."""\n'
+        "    total = 0.0\n"
+        "    for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1]):\n"
+        "        total += x1 * y2 - x2 * y1\n"
+        "    return abs(total) / 2\n\n\n"
+        "def circle_area(radius):\n"
+        "    return math.pi * radius * radius\n"
+    )
+    return root
+
+
+async def _session_run(project: Path, index_dir: Path, body: Any) -> Any:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "codebase_index.cli", "mcp", "--project", str(project), "--index-dir", str(index_dir)],
+        cwd=str(REPO),
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")},
+    )
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await body(session)
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+def test_mcp_tools_match_tools_py_and_search_finds_a_symbol(tmp_path: Path) -> None:
+    project = _project(tmp_path / "proj")
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        listed = await session.list_tools()
+        before = await session.call_tool("codebase_search", {"query": "polygon area"})
+        bad = await session.call_tool("codebase_search", {"query": "x", "limit": "many"})
+        indexed = await session.call_tool("index_codebase", {})
+        found = await session.call_tool("codebase_search", {"query": "shoelace polygon area", "limit": 2})
+        peek = await session.call_tool("codebase_peek", {"query": "circle"})
+        prompts = await session.list_prompts()
+        prompt = await session.get_prompt("search", {"query": "where areas are computed"})
+        try:
+            await session.get_prompt("search", {})
+            prompt_error = None
+        except MCPError as exc:
+            prompt_error = str(exc)
+        return {
+            "tools": listed.tools,
+            "before": before,
+            "bad": bad,
+            "indexed": indexed,
+            "found": found,
+            "peek": peek,
+            "prompts": prompts.prompts,
+            "prompt": prompt,
+            "prompt_error": prompt_error,
+        }
+
+    out = anyio.run(_session_run, project, tmp_path / "index", body)
+
+    expected = {d["name"]: d for d in tools.tool_definitions()}
+    assert [t.name for t in out["tools"]] == list(expected)
+    for tool in out["tools"]:
+        assert tool.input_schema == expected[tool.name]["inputSchema"]
+        assert tool.description == expected[tool.name]["description"]
+
+    assert out["before"].is_error and "not indexed" in _text(out["before"])
+    assert out["bad"].is_error and "$.limit" in _text(out["bad"])
+    assert not out["indexed"].is_error and "indexed 1 files" in _text(out["indexed"])
+
+    found = _text(out["found"])
+    assert not out["found"].is_error
+    assert found.startswith("lib/geometry.py:4-9  function polygon_area")
+    assert "total += x1 * y2 - x2 * y1" in found
+    assert _text(out["peek"]).startswith("lib/geometry.py:12-13  function circle_area")
+
+    assert {p.name for p in out["prompts"]} == {"search", "find", "index", "status"}
+    message = out["prompt"].messages[0]
+    assert message.role == "user" and "where areas are computed" in message.content.text
+    assert out["prompt_error"] is not None and "query" in out["prompt_error"]
