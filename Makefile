@@ -39,10 +39,23 @@ typecheck: dev
 pytest: dev
 	$(VENV)/bin/pytest
 
-test: lint typecheck pytest
+test: lint typecheck pytest node
 
 bench: install
 	$(PY) bench/bench_engine.py
 
 clean:
 	rm -rf $(VENV) .opencode/index build *.egg-info python/*.egg-info
+
+# -- node: the OpenCode plugin (TypeScript) and its Node + end-to-end tests ------------------------------
+.PHONY: node
+NODE_STAMP := node_modules/.ci-installed
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+node: install $(NODE_STAMP)
+	node_modules/.bin/tsc -p tsconfig.json --noEmit
+	node_modules/.bin/tsc -p tsconfig.json
+	node --test --test-concurrency=1 tests/node/ tests/e2e/

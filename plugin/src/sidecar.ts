@@ -71,7 +71,17 @@ export type SidecarErrorKind =
   | "cancelled"
   | "rpc"
   | "protocol"
-  | "disposed";
+  | "disposed"
+  | "locked";
+
+/** JSON-RPC codes from plugin/PROTOCOL.md that the plugin treats specially. */
+export const SIDECAR_LOCKED = -32002;
+export const NOT_INDEXED = -32003;
+/** Exit status of a sidecar that found another one serving the same index. */
+const EXIT_LOCKED = 3;
+const LOCKED_MESSAGE =
+  "another codebase-index sidecar (probably another OpenCode window on this project) already serves this " +
+  "project's index, so this one cannot start. Use that window, or close it and try again.";
 
 /** A failure with a message that explains what happened and what to do, never a stack trace. */
 export class SidecarError extends Error {
@@ -289,6 +299,9 @@ export class SidecarClient {
       return session;
     } catch (error) {
       this.retire(session, new SidecarError("protocol", "the sidecar failed to initialize"));
+      if (error instanceof SidecarError && error.code === SIDECAR_LOCKED) {
+        throw new SidecarError("locked", LOCKED_MESSAGE, SIDECAR_LOCKED);
+      }
       if (error instanceof SidecarError && error.kind === "timeout") {
         throw new SidecarError(
           "timeout",
@@ -365,6 +378,10 @@ export class SidecarClient {
         resolveExit();
         if (!spawned) return;
         if (!this.disposed && !session.retired) this.recordFailure();
+        if (code === EXIT_LOCKED) {
+          this.rejectAll(new SidecarError("locked", LOCKED_MESSAGE, SIDECAR_LOCKED), session);
+          return;
+        }
         const how = signal ? `was killed by ${signal}` : `exited with code ${String(code)}`;
         this.rejectAll(
           new SidecarError(

@@ -5,7 +5,7 @@ import { tool, type ToolContext, type ToolDefinition } from "@opencode-ai/plugin
 
 import { TOOL_DEFINITIONS, toolArgs } from "./generated/tools.js";
 import { argsShape } from "./schema.js";
-import { SidecarError, type SidecarClient } from "./sidecar.js";
+import { NOT_INDEXED, SidecarError, type SidecarClient } from "./sidecar.js";
 
 export interface ToolSpec {
   name: string;
@@ -45,6 +45,9 @@ export function describeFailure(toolName: string, method: string, error: unknown
           );
         }
         if (error.code === -32602) return `${toolName} failed: invalid arguments: ${error.message}`;
+        if (error.code === NOT_INDEXED && !/index_codebase/.test(error.message)) {
+          return `${toolName} failed: ${error.message}. Run \`index_codebase\` (or /index) first, then retry.`;
+        }
         return `${toolName} failed: ${error.message}`;
       case "cancelled":
         return `${toolName} was cancelled.`;

@@ -3,7 +3,8 @@
 //   normal       answer everything
 //   hang         read stdin, never answer (not even initialize)
 //   hang-search  answer initialize, never answer `search`
-//   crash-search answer initialize, exit(3) on `search`
+//   crash-search answer initialize, exit(5) on `search`
+//   locked       answer the first request with -32002 and exit 3 (another sidecar holds the index lock)
 // Every message received is appended to FAKE_LOG (one JSON per line) when set.
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -35,13 +36,18 @@ rl.on("line", (line) => {
   if (log) appendFileSync(log, `${JSON.stringify(msg)}\n`);
   if (mode === "hang") return;
   if (msg.id === undefined) return; // notifications
+  if (mode === "locked") {
+    send({ jsonrpc: "2.0", id: msg.id, error: { code: -32002, message: "sidecar locked by pid 1" } });
+    setTimeout(() => process.exit(3), 10);
+    return;
+  }
   switch (msg.method) {
     case "initialize":
       reply(msg.id, { name: "fake", version: "0.0.1", protocolVersion: 1, tools, index: { args } });
       break;
     case "search":
       if (mode === "hang-search") return;
-      if (mode === "crash-search") process.exit(3);
+      if (mode === "crash-search") process.exit(5);
       if (msg.params.query === "slow") {
         // Answer after a later request, to test out-of-order id matching.
         setTimeout(() => reply(msg.id, { text: `slow result`, data: {} }), 150);

@@ -1,5 +1,5 @@
 // Shared helpers for the Node tests: temporary folders and a fake "python" that runs fake_sidecar.mjs.
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -54,4 +54,27 @@ export function toolContext(signal = new AbortController().signal) {
       ask: async () => undefined,
     },
   };
+}
+
+/** A small project whose best answer for "invoice total with tax" is known. */
+export function writeSampleProject(root) {
+  mkdirSync(path.join(root, "billing"), { recursive: true });
+  writeFileSync(
+    path.join(root, "billing", "invoices.py"),
+    [
+      '"""Invoices for the shop."""',
+      "",
+      "",
+      "def compute_invoice_total(lines, tax_rate):",
+      '    """Sum the invoice lines and add tax."""',
+      "    subtotal = sum(line.price * line.quantity for line in lines)",
+      "    return subtotal * (1 + tax_rate)",
+      "",
+    ].join("\n"),
+  );
+  writeFileSync(
+    path.join(root, "render.ts"),
+    "export function renderBanner(title: string): string {\n  return `== ${title} ==`;\n}\n",
+  );
+  writeFileSync(path.join(root, "README.md"), "# Shop\n\nA tiny shop used in tests.\n");
 }

@@ -100,13 +100,23 @@ test("a crash during a call is reported readably when not replayed, with stderr"
   const c = client(t, fakePython(t.dir, "crash-search"));
   await assert.rejects(c.call("search", { query: "x" }), (e) => {
     assert.equal(e.kind, "exited");
-    assert.match(e.message, /exited with code 3; it will be restarted on the next call/);
+    assert.match(e.message, /exited with code 5; it will be restarted on the next call/);
     assert.match(e.message, /fake sidecar started/);
     return true;
   });
   // With replay the second attempt also crashes, so the error still surfaces (no infinite retry).
   await assert.rejects(c.call("search", { query: "x" }, { retryOnCrash: true }), (e) => e.kind === "exited");
   assert.equal(c.starts, 3);
+});
+
+test("a second sidecar for a locked index is reported as such", async (t) => {
+  t.dir = tempDir(t);
+  const c = client(t, fakePython(t.dir, "locked"));
+  await assert.rejects(c.call("status", {}), (e) => {
+    assert.equal(e.kind, "locked");
+    assert.match(e.message, /already serves this project's index/);
+    return true;
+  });
 });
 
 test("a missing interpreter is a readable spawn error, not a stack trace", async (t) => {

@@ -1,0 +1,186 @@
+// End to end in the real OpenCode client (node_modules/.bin/opencode, 1.18.33), fully offline:
+// a temp project loads the plugin from this working tree, a scripted model on 127.0.0.1 calls the tools,
+// and the tests check that the real sidecar's answers reached the model.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, test } from "node:test";
+import { pathToFileURL } from "node:url";
+
+import { REPO, tempDir, VENV_PYTHON, writeSampleProject } from "../node/helpers.mjs";
+import { messageText, startFakeLlm } from "./fake_llm.mjs";
+
+const OPENCODE = path.join(REPO, "node_modules", ".bin", "opencode");
+const PLUGIN = pathToFileURL(path.join(REPO, "plugin", "dist", "index.js")).href;
+const ready = existsSync(OPENCODE) && existsSync(VENV_PYTHON);
+
+function lastMessage(request) {
+  return request.messages.at(-1);
+}
+
+function toolMessages(request) {
+  return request.messages.filter((m) => m.role === "tool");
+}
+
+function userText(request) {
+  return request.messages.filter((m) => m.role === "user").map(messageText).join("\n");
+}
+
+/**
+ * The scripted model: a plain prompt indexes then searches; a slash command's template names the tool to
+ * call. Once the planned calls are done it answers with the last tool output, so it shows up in stdout.
+ */
+function script(request) {
+  const tools = toolMessages(request);
+  const said = userText(request);
+  let plan;
+  if (/index_status/.test(said)) plan = [{ tool: "index_status", args: {} }];
+  else if (/Call the `codebase_search` tool/.test(said)) {
+    const limit = /limit=(\d+)/.exec(said);
+    plan = [{ tool: "codebase_search", args: { query: "invoice total with tax", ...(limit ? { limit: Number(limit[1]) } : {}) } }];
+  } else plan = [{ tool: "index_codebase", args: {} }, { tool: "codebase_search", args: { query: "invoice total with tax", limit: 3 } }];
+  if (tools.length < plan.length) return plan[tools.length];
+  return { text: `FINAL ANSWER\n${messageText(lastMessage(request))}` };
+}
+
+function run(cwd, env, args, timeoutMs = 90_000) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(OPENCODE, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`opencode ${args.join(" ")} timed out\nstdout:\n${stdout}\nstderr:\n${stderr.slice(-4000)}`));
+    }, timeoutMs);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install" }, () => {
+  let llm;
+  let project;
+  let env;
+  const cleanups = [];
+  const scope = { after: (fn) => cleanups.push(fn) };
+
+  before(async () => {
+    llm = await startFakeLlm(script);
+    const home = tempDir(scope, "cbi-e2e-home-");
+    project = tempDir(scope, "cbi-e2e-project-");
+    const indexDir = path.join(tempDir(scope, "cbi-e2e-index-"), "index");
+    writeSampleProject(project);
+    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: project });
+    // No `.opencode/` in the project: OpenCode would npm-install into it at start-up (slow offline).
+    writeFileSync(
+      path.join(project, "opencode.json"),
+      JSON.stringify(
+        {
+          $schema: "https://opencode.ai/config.json",
+          plugin: [[PLUGIN, { pythonPath: VENV_PYTHON, serveArgs: ["--index-dir", indexDir] }]],
+          provider: {
+            fake: {
+              npm: "@ai-sdk/openai-compatible",
+              name: "Fake",
+              options: { baseURL: "{env:FAKE_LLM_URL}", apiKey: "x" },
+              models: { "fake-model": { name: "Fake model", tool_call: true } },
+            },
+          },
+          model: "fake/fake-model",
+          small_model: "fake/fake-model",
+          permission: { "*": "allow" },
+          autoupdate: false,
+          share: "disabled",
+          lsp: false,
+        },
+        null,
+        2,
+      ),
+    );
+    for (const dir of [".config", ".local/share", ".cache", ".local/state"]) mkdirSync(path.join(home, dir), { recursive: true });
+    env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      XDG_CONFIG_HOME: path.join(home, ".config"),
+      XDG_DATA_HOME: path.join(home, ".local/share"),
+      XDG_CACHE_HOME: path.join(home, ".cache"),
+      XDG_STATE_HOME: path.join(home, ".local/state"),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+      OPENCODE_DISABLE_CLAUDE_CODE: "1",
+      npm_config_registry: "http://127.0.0.1:9/",
+      npm_config_fetch_retries: "0",
+      FAKE_LLM_URL: llm.url,
+    };
+  });
+
+  after(async () => {
+    await llm?.close();
+    for (const cleanup of cleanups) cleanup();
+  });
+
+  test("the plugin's tools and commands are loaded", async () => {
+    const agent = await run(project, env, ["debug", "agent", "build"]);
+    for (const name of ["codebase_search", "codebase_peek", "index_codebase", "index_status", "index_health_check", "index_metrics", "index_logs"]) {
+      assert.match(agent.stdout, new RegExp(`\\b${name}\\b`), `${name} registered\n${agent.stderr.slice(-2000)}`);
+    }
+    const config = await run(project, env, ["debug", "config"]);
+    const cfg = JSON.parse(config.stdout);
+    for (const name of ["index", "search", "find", "status"]) assert.ok(cfg.command?.[name]?.template, `/${name} registered`);
+  });
+
+  test("a prompt: the model indexes, searches, and the sidecar's result reaches it", async () => {
+    const before = llm.requests.length;
+    const out = await run(project, env, ["run", "--format", "json", "where is the invoice total computed?"]);
+    assert.equal(out.code, 0, out.stderr.slice(-3000));
+    const mine = llm.requests.slice(before).filter((r) => r.tools?.length);
+    assert.ok(mine.length >= 3, `expected index, search and answer turns, got ${mine.length}`);
+    const final = mine.at(-1);
+    const [indexResult, searchResult] = toolMessages(final).map(messageText);
+    assert.match(indexResult, /\b\d+ files?\b/, indexResult);
+    assert.match(searchResult, /billing\/invoices\.py/, searchResult);
+    assert.match(searchResult, /compute_invoice_total/, searchResult);
+    assert.match(out.stdout, /FINAL ANSWER/);
+    assert.match(out.stdout, /compute_invoice_total/);
+  });
+
+  test("/status runs index_status through the command template", async () => {
+    const before = llm.requests.length;
+    const out = await run(project, env, ["run", "--format", "json", "--command", "status"]);
+    assert.equal(out.code, 0, out.stderr.slice(-3000));
+    const mine = llm.requests.slice(before).filter((r) => r.tools?.length);
+    assert.match(userText(mine[0]), /Call the `index_status` tool/);
+    const result = toolMessages(mine.at(-1)).map(messageText).join("\n");
+    assert.ok(result.length > 0 && !/index_status failed/.test(result), result);
+    assert.match(out.stdout, /FINAL ANSWER/);
+  });
+
+  test("/search passes its arguments and returns the sidecar's hits", async () => {
+    const before = llm.requests.length;
+    const out = await run(project, env, ["run", "--format", "json", "--command", "search", "invoice total limit=2"]);
+    assert.equal(out.code, 0, out.stderr.slice(-3000));
+    const mine = llm.requests.slice(before).filter((r) => r.tools?.length);
+    assert.match(userText(mine[0]), /invoice total limit=2/);
+    const result = toolMessages(mine.at(-1)).map(messageText).join("\n");
+    assert.match(result, /billing\/invoices\.py/, result);
+  });
+
+  test("opencode debug agent runs codebase_search with no model", async () => {
+    const out = await run(project, env, ["debug", "agent", "build", "--tool", "codebase_search", "--params", JSON.stringify({ query: "render banner title", limit: 2 })]);
+    assert.equal(out.code, 0, out.stderr.slice(-3000));
+    assert.match(out.stdout, /render\.ts/);
+    assert.match(out.stdout, /renderBanner/);
+  });
+});

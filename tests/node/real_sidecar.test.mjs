@@ -1,0 +1,73 @@
+// The plugin against the real Python sidecar (`.venv/bin/python -m codebase_index.cli serve`).
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { test } from "node:test";
+
+import { CodebaseIndexPlugin } from "../../plugin/dist/index.js";
+import { SidecarClient } from "../../plugin/dist/sidecar.js";
+import { tempDir, toolContext, VENV_PYTHON, waitFor, writeSampleProject } from "./helpers.mjs";
+
+const hasVenv = existsSync(VENV_PYTHON);
+
+async function loadPlugin(t, project, indexDir) {
+  const hooks = await CodebaseIndexPlugin(
+    { client: {}, project: {}, directory: project, worktree: project, serverUrl: new URL("http://127.0.0.1:1"), $: undefined },
+    { pythonPath: VENV_PYTHON, serveArgs: ["--index-dir", indexDir] },
+  );
+  t.after(() => hooks.dispose());
+  return hooks;
+}
+
+test("index and search round trip through the plugin tools", { skip: !hasVenv && "no .venv (run make install)" }, async (t) => {
+  const project = tempDir(t);
+  writeSampleProject(project);
+  const hooks = await loadPlugin(t, project, path.join(tempDir(t), "index"));
+  const { ctx, updates } = toolContext();
+
+  const indexed = await hooks.tool.index_codebase.execute({}, ctx);
+  assert.doesNotMatch(indexed.output, /failed/, indexed.output);
+  assert.ok(updates.length > 0, "index progress reached ctx.metadata");
+  assert.ok(updates.every((u) => u.title.startsWith("index_codebase: ")));
+
+  const found = await hooks.tool.codebase_search.execute({ query: "invoice total with tax", limit: 3 }, ctx);
+  assert.match(found.output, /billing\/invoices\.py/, found.output);
+  assert.match(found.output, /compute_invoice_total/, found.output);
+
+  const status = await hooks.tool.index_status.execute({}, ctx);
+  assert.doesNotMatch(status.output, /failed/, status.output);
+
+  const bad = await hooks.tool.codebase_search.execute({ query: "x", limit: 999 }, ctx);
+  assert.match(bad.output, /^codebase_search failed: invalid arguments: .*limit/, bad.output);
+});
+
+test("the real sidecar is restarted after being killed", { skip: !hasVenv && "no .venv (run make install)" }, async (t) => {
+  const project = tempDir(t);
+  writeSampleProject(project);
+  const client = new SidecarClient({
+    python: VENV_PYTHON,
+    project,
+    extraArgs: ["--index-dir", path.join(tempDir(t), "index")],
+    backoffBaseMs: 50,
+  });
+  t.after(() => client.dispose());
+  await client.call("index", {});
+  const pid = client.pid;
+  process.kill(pid, "SIGKILL");
+  assert.ok(await waitFor(() => !client.running));
+  const result = await client.call("search", { query: "render banner title", limit: 3 }, { retryOnCrash: true });
+  assert.match(result.text, /render\.ts/);
+  assert.notEqual(client.pid, pid);
+  assert.equal(client.starts, 2);
+
+  // Measured, not asserted: warm search round trips through the plugin's client.
+  const times = [];
+  for (let i = 0; i < 200; i++) {
+    const start = process.hrtime.bigint();
+    await client.call("search", { query: i % 2 ? "invoice total" : "banner", limit: 5 });
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  const pct = (p) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))].toFixed(2);
+  t.diagnostic(`warm search round trip over 200 queries: p50 ${pct(50)} ms, p95 ${pct(95)} ms, max ${pct(100)} ms`);
+});
