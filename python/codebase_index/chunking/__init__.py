@@ -30,9 +30,9 @@ def chunk_text(
     `max_chunk_tokens` bounds a chunk at about 4 characters per token: larger definitions are
     split into overlapping windows that repeat the signature line.
     """
-    lines = text.splitlines()
-    if not any(line.strip() for line in lines):
+    if not text.strip():
         return []
+    lines = text.splitlines()
     if language is None:
         language = language_for_path(path, text=text)
     elif language == "c" and path.lower().endswith(".h") and is_cpp_header(text):

@@ -79,6 +79,23 @@ def _is_attached(node_type: str) -> bool:
     return "comment" in node_type or node_type in _ATTACHED_TYPES
 
 
+def _settle(node: Node, end: int, comment_ends: dict[int, int]) -> int:
+    """Where a leftover node really ends: some grammars park the comment that documents the next
+    definition at the end of the node before it (Haskell imports, Python `if` blocks)."""
+    count = node.named_child_count
+    if count < 2:
+        return end
+    last = node.named_child(count - 1)
+    before = node.named_child(count - 2)
+    if last is None or before is None or not _is_attached(last.type):
+        return end
+    top = last.start_point[0]
+    if top <= before.end_point[0]:
+        return end  # a trailing comment on a code line
+    comment_ends[_end_row(last)] = top
+    return top - 1
+
+
 class _Walker:
     def __init__(self, spec: CodeSpec, src: bytes, lines: Sequence[str]) -> None:
         self.spec = spec
@@ -138,22 +155,22 @@ class _Walker:
                 comment_ends[_end_row(node)] = node.start_point[0]
                 continue
             end = _end_row(node)
-            if ntype not in spec.defs and self.lines[node.start_point[0]].lstrip().startswith(spec.attach):
-                # Elixir `@doc`, stray annotations: they describe what follows, like comments.
-                comment_ends[end] = node.start_point[0]
-                continue
             if (ntype in spec.transparent or ntype == "ERROR") and depth < _MAX_DEPTH:
                 body = node.child_by_field_name("body") if ntype != "ERROR" else None
                 self.walk((body or node).children, scope, member_kind, prev_end, depth + 1)
-                prev_end, last_def = end, None
+                prev_end, last_def = _settle(node, end, comment_ends), None
                 continue
             target = self._unwrap(node) if ntype in spec.wrappers else node
             resolver = spec.defs.get(target.type)
             found = resolver(target, src) if resolver is not None else None
             if found is None:
+                if self.lines[node.start_point[0]].lstrip().startswith(spec.attach):
+                    # Elixir `@doc`, stray annotations: they describe what follows, like comments.
+                    comment_ends[end] = node.start_point[0]
+                    continue
                 if target.type in spec.consts and not member_kind:
                     self._record_consts(target)
-                prev_end, last_def = end, None
+                prev_end, last_def = _settle(node, end, comment_ends), None
                 continue
             last_def = self._define(
                 node, target, found, scope, member_kind, prev_end, comment_ends, last_def, depth

@@ -208,10 +208,24 @@ def node_text(node: Node, src: bytes) -> str:
     return src[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
+_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+_LAST_WORD = re.compile(r"[\w.$~]+(?=[^\w.$~]*$)")
+
+
 def _clean(name: str) -> str:
-    """Drop generic arguments and collapse whitespace: `Foo<T>` -> `Foo`, `Shape::area` -> `Shape.area`."""
+    """Drop generic arguments and collapse whitespace: `Foo<T>` -> `Foo`, `Shape::area` -> `Shape.area`.
+
+    Macro-heavy C++ can make the grammar take a whole preamble for a declarator; such a "name" is
+    cut down to its last word so symbols stay short.
+    """
+    if "/" in name:
+        name = _COMMENTS.sub(" ", name)
     name = _GENERIC_ARGS.sub("", name)
-    return _SPACES.sub(" ", name.replace("::", ".")).strip()
+    name = _SPACES.sub(" ", name.replace("::", ".")).strip()
+    if len(name) > 80 or name.count(" ") > 3:
+        last = _LAST_WORD.search(name)
+        name = last.group(0) if last else name[:80]
+    return name
 
 
 def _name_node(node: Node) -> Node | None:
@@ -634,6 +648,18 @@ SPECS: dict[str, CodeSpec] = {
             "function_definition": simple("function"),
             "class_definition": simple("class", container=True),
         },
+        # Definitions under module-level `if`/`try` (platform switches, import fallbacks) count too.
+        transparent=frozenset(
+            {
+                "if_statement",
+                "elif_clause",
+                "else_clause",
+                "try_statement",
+                "except_clause",
+                "finally_clause",
+                "block",
+            }
+        ),
         wrappers=frozenset({"decorated_definition"}),
         attach=("#", "@"),
         consts=frozenset({"expression_statement", "assignment"}),
