@@ -360,3 +360,17 @@ def test_measure_cold_start_and_warm_search_latency(project: Path, tmp_path: Pat
     for key, value in numbers.items():
         print(f"{key}: {value:.1f}")
     assert all(v > 0 for v in numbers.values())
+
+
+def test_invalid_config_is_reported_as_a_config_error(project: Path, tmp_path: Path) -> None:
+    (project / ".opencode").mkdir()
+    (project / ".opencode" / "codebase-index.json").write_text('{"indexing": {"maxFileSize": "big"}}')
+    proc = Sidecar(project, tmp_path / "index")
+    try:
+        assert proc.result("initialize")["name"] == "codebase-index"
+        reply = proc.call("index")
+        assert reply["error"]["code"] == tools.CONFIG_ERROR
+        assert "maxFileSize" in reply["error"]["message"]
+        assert proc.call("search", {"query": "x"})["error"]["code"] == tools.CONFIG_ERROR
+    finally:
+        assert proc.close() == 0

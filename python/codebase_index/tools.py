@@ -360,10 +360,6 @@ class Runtime:
             return Engine(self.root, index_path=self.index_dir)
         except FileNotFoundError as exc:
             raise ConfigProblem(str(exc)) from exc
-        except Exception as exc:
-            if type(exc).__name__ == "ConfigError":
-                raise ConfigProblem(f"the project configuration is invalid: {exc}") from exc
-            raise
 
     def reader(self) -> Engine:
         with self._engines_lock:
@@ -501,12 +497,7 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
         raise IndexBusy("an index run is already in progress in this sidecar; try again when it finishes")
     try:
         engine = rt.writer()
-        try:
-            report = engine.index(force=p.force, progress=call.progress)
-        except Exception as exc:
-            if type(exc).__name__ == "IndexLockedError":
-                raise IndexBusy(str(exc)) from exc
-            raise
+        report = engine.index(force=p.force, progress=call.progress)
         rt.index_runs += 1
         skipped = engine.skipped_files() if p.verbose else []
     finally:
@@ -578,14 +569,14 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
         counts = engine.store.counts(branch)
     purged: int | None = None
     note = ""
+    from .store import IndexLockedError
+
     if rt.index_lock.acquire(blocking=False):
         try:
             store = rt.writer().store
             with store.write_lock(wait=False), store.transaction():
                 purged = store.purge_unreferenced_contents()
-        except Exception as exc:
-            if type(exc).__name__ != "IndexLockedError":
-                raise
+        except IndexLockedError:
             note = "purge skipped: another process is indexing"
         finally:
             rt.index_lock.release()
@@ -743,6 +734,20 @@ def decode_params(spec: ToolSpec, raw: Any) -> Any:
         raise InvalidParams(f"invalid params: {exc}") from exc
 
 
+def engine_error(exc: Exception) -> ToolError | None:
+    """The engine's expected failures as protocol errors (anything else is an internal error)."""
+    from .config import ConfigError
+    from .store import IndexLockedError, StoreError
+
+    if isinstance(exc, IndexLockedError):
+        return IndexBusy(str(exc))
+    if isinstance(exc, StoreError):
+        return ConfigProblem(f"the index cannot be used: {exc}")
+    if isinstance(exc, ConfigError):
+        return ConfigProblem(f"the project configuration is invalid: {exc}")
+    return None
+
+
 def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | None = None) -> ToolResult:
     """Validate, run and time one tool call. Raises ToolError subclasses for expected failures."""
     spec = lookup(name_or_method)
@@ -755,6 +760,13 @@ def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | N
         result = spec.handler(rt, params, ctx)
         ok = True
         return result
+    except ToolError:
+        raise
+    except Exception as exc:
+        mapped = engine_error(exc)
+        if mapped is None:
+            raise
+        raise mapped from exc
     finally:
         rt.metrics.record(spec.method, time.perf_counter() - started, ok)
 
