@@ -60,7 +60,12 @@ def test_mcp_tools_match_tools_py_and_search_finds_a_symbol(tmp_path: Path) -> N
         listed = await session.list_tools()
         before = await session.call_tool("codebase_search", {"query": "polygon area"})
         bad = await session.call_tool("codebase_search", {"query": "x", "limit": "many"})
-        indexed = await session.call_tool("index_codebase", {})
+        progress: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            progress.append((done, total, message))
+
+        indexed = await session.call_tool("index_codebase", {}, progress_callback=on_progress)
         found = await session.call_tool("codebase_search", {"query": "shoelace polygon area", "limit": 2})
         peek = await session.call_tool("codebase_peek", {"query": "circle"})
         prompts = await session.list_prompts()
@@ -80,6 +85,7 @@ def test_mcp_tools_match_tools_py_and_search_finds_a_symbol(tmp_path: Path) -> N
             "prompts": prompts.prompts,
             "prompt": prompt,
             "prompt_error": prompt_error,
+            "progress": progress,
         }
 
     out = anyio.run(_session_run, project, tmp_path / "index", body)
@@ -93,6 +99,8 @@ def test_mcp_tools_match_tools_py_and_search_finds_a_symbol(tmp_path: Path) -> N
     assert out["before"].is_error and "not indexed" in _text(out["before"])
     assert out["bad"].is_error and "$.limit" in _text(out["bad"])
     assert not out["indexed"].is_error and "indexed 1 files" in _text(out["indexed"])
+
+    assert {"discover", "chunk", "write"} <= {message for _, _, message in out["progress"]}
 
     found = _text(out["found"])
     assert not out["found"].is_error

@@ -82,7 +82,7 @@ def build_server(runtime: Runtime) -> Any:
         if name not in tools.BY_NAME:
             return _error_result(types, f"unknown tool {name!r}; available: {', '.join(tools.BY_NAME)}")
         cancelled = threading.Event()
-        token = getattr(ctx.meta, "progress_token", None) if ctx.meta is not None else None
+        token = _progress_token(ctx.meta)
         progress = _progress_sender(ctx, token, anyio) if token is not None else None
 
         def run() -> tools.ToolResult:
@@ -137,6 +137,17 @@ def build_server(runtime: Runtime) -> Any:
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
+
+
+def _progress_token(meta: Any) -> str | int | None:
+    """The client's progress token, if it asked for progress (`_meta` is a dict in SDK 2.x)."""
+    if meta is None:
+        return None
+    if isinstance(meta, dict):
+        token = meta.get("progress_token", meta.get("progressToken"))
+    else:
+        token = getattr(meta, "progress_token", None)
+    return token if isinstance(token, (str, int)) else None
 
 
 def _error_result(types: Any, message: str) -> Any:
