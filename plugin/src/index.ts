@@ -62,6 +62,12 @@ export const CodebaseIndexPlugin: Plugin = async (input, options) => {
         // A project's own command of the same name wins.
         if (!(name in cfg.command)) cfg.command[name] = spec;
       }
+      // The skill folder ships next to the plugin; `skills.paths` exists in 1.18 configs but not in the v1 type.
+      const withSkills = cfg as { skills?: { paths?: string[] } };
+      withSkills.skills ??= {};
+      withSkills.skills.paths ??= [];
+      const skillDir = path.join(REPO_ROOT, "skill");
+      if (!withSkills.skills.paths.includes(skillDir)) withSkills.skills.paths.push(skillDir);
     },
 
     event: async ({ event }) => {

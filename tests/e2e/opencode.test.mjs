@@ -139,6 +139,11 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
     const config = await run(project, env, ["debug", "config"]);
     const cfg = JSON.parse(config.stdout);
     for (const name of ["index", "search", "find", "status"]) assert.ok(cfg.command?.[name]?.template, `/${name} registered`);
+    const skills = JSON.parse((await run(project, env, ["debug", "skill"])).stdout);
+    const skill = skills.find((s) => s.name === "codebase-search");
+    assert.ok(skill, "the codebase-search skill is found through the plugin's skills.paths");
+    assert.equal(skill.location, path.join(REPO, "skill", "codebase-search", "SKILL.md"));
+    assert.match(skill.description, /codebase_search/);
   });
 
   test("a prompt: the model indexes, searches, and the sidecar's result reaches it", async () => {

@@ -8,7 +8,7 @@ import { tool } from "@opencode-ai/plugin";
 
 import * as entry from "../../plugin/dist/index.js";
 import { TOOL_DEFINITIONS } from "../../plugin/dist/generated/tools.js";
-import { fakePython, received, tempDir, toolContext, waitFor } from "./helpers.mjs";
+import { fakePython, received, REPO, tempDir, toolContext, waitFor } from "./helpers.mjs";
 
 const z = tool.schema;
 const { CodebaseIndexPlugin } = entry;
@@ -54,7 +54,7 @@ test("registers every generated tool with the generated argument schema, without
   assert.deepEqual(received(log), [], "loading the plugin must not start the sidecar");
 });
 
-test("the config hook registers the slash commands from commands/ without overriding the user's", async (t) => {
+test("the config hook registers the slash commands and the skill folder without overriding the user's", async (t) => {
   const { hooks } = await load(t);
   const cfg = { command: { status: { template: "mine", description: "user status" } } };
   await hooks.config(cfg);
@@ -68,9 +68,12 @@ test("the config hook registers the slash commands from commands/ without overri
   assert.match(cfg.command.index.template, /index_codebase/);
   assert.match(cfg.command.search.template, /limit=N/);
   assert.equal(cfg.command.status.template, "mine");
-  const fresh = {};
+  const fresh = { skills: { paths: ["/elsewhere"] } };
   await hooks.config(fresh);
   assert.match(fresh.command.status.template, /index_status/);
+  assert.deepEqual(fresh.skills.paths, ["/elsewhere", path.join(REPO, "skill")]);
+  await hooks.config(fresh);
+  assert.equal(fresh.skills.paths.length, 2, "registered once");
 });
 
 test("a tool call starts the sidecar, returns its text and shows progress", async (t) => {
