@@ -1,4 +1,4 @@
-// A tiny stand-in for `python -m codebase_index.cli serve`, speaking the same line-delimited JSON-RPC.
+// A tiny stand-in for `python -m codebase_index.rpc` (the sidecar), speaking the same line-delimited JSON-RPC.
 // Behaviour is chosen with FAKE_MODE so the client's failure handling can be tested without Python:
 //   normal       answer everything
 //   hang         read stdin, never answer (not even initialize)

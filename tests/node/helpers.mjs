@@ -14,7 +14,7 @@ export function tempDir(t, prefix = "cbi-node-") {
   return dir;
 }
 
-/** An executable that behaves like `<python> -m codebase_index.cli serve ...` but runs the fake sidecar. */
+/** An executable that behaves like `<python> -m codebase_index.rpc ...` but runs the fake sidecar. */
 export function fakePython(dir, mode = "normal", log = undefined) {
   const file = path.join(dir, `fake-python-${mode}`);
   const env = [`FAKE_MODE=${mode}`, log ? `FAKE_LOG=${JSON.stringify(log)}` : ""].filter(Boolean).join(" ");

@@ -1,4 +1,4 @@
-// The plugin against the real Python sidecar (`.venv/bin/python -m codebase_index.cli serve`).
+// The plugin against the real Python sidecar (`.venv/bin/python -m codebase_index.rpc`).
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import path from "node:path";

@@ -21,7 +21,7 @@ test("starts lazily, initializes with --project, and matches out-of-order answer
   assert.equal(slow.text, "slow result");
   assert.match(fast.text, /^results for fast/);
   assert.equal(c.starts, 1);
-  assert.deepEqual(c.serverInfo.index.args, ["-m", "codebase_index.cli", "serve", "--project", t.dir]);
+  assert.deepEqual(c.serverInfo.index.args, ["-m", "codebase_index.rpc", "--project", t.dir]);
   const methods = received(log).map((m) => m.method);
   assert.deepEqual(methods, ["initialize", "search", "search"]);
   assert.ok(c.stderr.some((line) => line.includes("fake sidecar started")));
