@@ -1,0 +1,388 @@
+"""Per-file extraction: definitions, call sites and imports from one tree-sitter query per language.
+
+One query pass (in C) finds every interesting node; a single sweep over the captures in source order then
+nests definitions (for qualified names and callers) without walking the tree in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from tree_sitter import Node, QueryCursor, Tree
+
+from .imports import IMPORT_DECODERS, text
+from .languages import LanguageSpec, compiled_query, language_spec, parser_for
+from .records import CLASS_KINDS, Definition, FileGraph, ImportBinding, Reference
+
+_MAX_RECEIVER = 120
+_TYPE_PREFIX = re.compile(r"^(?:[&*?\s]|'\w+\s|mut\s|dyn\s|impl\s|const\s)+")
+_TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
+_NOT_OWNERS = frozenset({"exports", "module", "window", "globalThis"})
+_GO_TYPE_KINDS = {"struct_type": "struct", "interface_type": "interface"}
+_ROLE_KEYS = frozenset({"import", "local", "field", "package"})
+_ROLE_PREFIXES = ("def.", "scope.", "ref.")
+# Literal initialisers give builtin types: `d = {}` then `d.update()` is not a repo method.
+_LITERAL_TYPES = {
+    "dictionary": "dict",
+    "dictionary_comprehension": "dict",
+    "list": "list",
+    "list_comprehension": "list",
+    "set": "set",
+    "set_comprehension": "set",
+    "concatenated_string": "str",
+    "string": "str",
+    "array": "Array",
+    "template_string": "String",
+}
+_HERITAGE = frozenset({"class_heritage", "superclass", "super_interfaces", "extends_interfaces"})
+
+
+@dataclass(eq=False, slots=True)
+class _Container:
+    """A definition or a naming scope (Rust impl/mod) with its byte span, before qualification."""
+
+    start: int
+    end: int
+    name: str
+    kind: str
+    is_def: bool
+    node: Node
+    owner: str | None = None
+    bases: tuple[str, ...] = ()
+    parent: _Container | None = None
+    qualified: str = ""
+    nearest_def: _Container | None = None
+    nearest_class: _Container | None = None
+
+
+@dataclass(eq=False, slots=True)
+class _Point:
+    """A call site, local-variable type or import statement, to be attached to its enclosing container."""
+
+    start: int
+    role: str
+    node: Node
+    name: str = ""
+    receiver: str | None = None
+    local_type: str = ""
+    bindings: list[ImportBinding] = field(default_factory=list)
+    owner: _Container | None = None
+
+
+def python_module(path: str) -> str:
+    """Dotted module of a .py path ("pkg/sub/__init__.py" -> "pkg.sub"); suffix-matched by the resolver."""
+    stem = path[: -len(".py")] if path.endswith(".py") else path.rsplit(".", 1)[0]
+    parts = [p for p in stem.split("/") if p]
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def rust_module(path: str) -> tuple[str, tuple[str, ...]]:
+    """(crate root dir, module segments) of a .rs path: "x/src/a/b.rs" -> ("x/src", ("a", "b"))."""
+    parts = path.split("/")
+    try:
+        src = len(parts) - 1 - parts[::-1].index("src", 1)
+    except ValueError:
+        return "/".join(parts[:-1]), ()
+    segs = parts[src + 1 :]
+    segs[-1] = segs[-1].removesuffix(".rs")
+    if segs[-1] == "mod" or (len(segs) == 1 and segs[0] in ("lib", "main")):
+        segs.pop()
+    return "/".join(parts[: src + 1]), tuple(segs)
+
+
+def clean_type(raw: str) -> str | None:
+    """The nominal type in an annotation: `&'a mut Foo<T>` -> Foo, `*pkg.Server` -> pkg.Server."""
+    found = _TYPE_NAME.match(_TYPE_PREFIX.sub("", raw))
+    if found is None or found.group(0) in ("var", "let", "const", "Self"):
+        return None
+    return found.group(0)
+
+
+def _parent_type(node: Node) -> str:
+    parent = node.parent
+    return parent.type if parent is not None else ""
+
+
+def _squash(raw: str) -> str:
+    if "\n" in raw or "  " in raw:
+        raw = " ".join(raw.split())
+    return raw if len(raw) <= _MAX_RECEIVER else raw[:_MAX_RECEIVER]
+
+
+def _last_identifier(node: Node) -> str:
+    """`pkg.Base[T]` -> "Base": the name a base class is looked up by."""
+    raw = text(node).split("<", 1)[0].split("[", 1)[0].split("(", 1)[0]
+    return raw.replace("::", ".").rsplit(".", 1)[-1].strip()
+
+
+def _bases(spec: LanguageSpec, node: Node, caps: dict[str, list[Node]]) -> tuple[str, ...]:
+    names: list[str] = []
+    if spec.name == "python":
+        for arg_list in caps.get("bases", ()):
+            names.extend(
+                _last_identifier(c) for c in arg_list.named_children if c.type in ("identifier", "attribute")
+            )
+        return tuple(names)
+    stack = [c for c in node.named_children if c.type in _HERITAGE]
+    while stack:
+        cur = stack.pop()
+        if cur.type in ("identifier", "type_identifier", "member_expression", "scoped_type_identifier"):
+            names.append(_last_identifier(cur))
+        elif cur.type == "generic_type":
+            names.append(_last_identifier(cur.named_children[0]) if cur.named_children else "")
+        elif cur.type not in ("type_arguments", "arguments", "call_expression"):
+            stack.extend(reversed(cur.named_children))
+    return tuple(n for n in names if n)
+
+
+def _nest(containers: list[_Container], points: list[_Point]) -> None:
+    """Attach parents/owners with one sweep in source order (spans nest, so a stack suffices)."""
+    order: list[tuple[int, int, int, int]] = [(c.start, 0, -c.end, i) for i, c in enumerate(containers)]
+    base = len(containers)
+    order.extend((p.start, 1, 0, base + i) for i, p in enumerate(points))
+    order.sort()
+    objects: list[_Container | _Point] = [*containers, *points]
+    stack: list[_Container] = []
+    for start, _, _, index in order:
+        item = objects[index]
+        while stack and stack[-1].end <= start:
+            stack.pop()
+        top = stack[-1] if stack else None
+        if isinstance(item, _Point):
+            item.owner = top
+            continue
+        item.parent = top
+        stack.append(item)
+
+
+def _qualify(spec: LanguageSpec, containers: list[_Container]) -> None:
+    for c in containers:  # parents come before children: the list is in source order
+        parent = c.parent
+        if c.owner and c.owner not in _NOT_OWNERS:
+            c.qualified = f"{c.owner}.{c.name}"
+        elif parent is not None:
+            c.qualified = f"{parent.qualified}.{c.name}"
+        else:
+            c.qualified = c.name
+        classish = parent is not None and (parent.kind in CLASS_KINDS or not parent.is_def)
+        if c.kind == "function" and (classish and parent is not None and parent.kind != "module"):
+            c.kind = "method"
+        c.nearest_def = c if c.is_def else (parent.nearest_def if parent else None)
+        if c.kind in CLASS_KINDS and c.kind != "type":
+            c.nearest_class = c
+        else:
+            c.nearest_class = parent.nearest_class if parent else None
+
+
+def _enclosing_chain(owner: _Container | None) -> list[_Container | None]:
+    chain: list[_Container | None] = []
+    cur = owner
+    while cur is not None:
+        chain.append(cur)
+        cur = cur.parent
+    chain.append(None)
+    return chain
+
+
+def _package(spec: LanguageSpec, path: str, caps_package: str | None) -> str | None:
+    if spec.name == "python":
+        return python_module(path)
+    if spec.name == "rust":
+        _, segs = rust_module(path)
+        return "::".join(("crate", *segs))
+    return caps_package
+
+
+def extract_file(path: str, text_: str, language: str, tree: Tree | None = None) -> FileGraph:
+    """Definitions, references and imports of one file; pass `tree` to reuse the chunker's parse.
+
+    Unsupported languages give an empty graph rather than an error so callers can feed every file.
+    """
+    spec = language_spec(language)
+    if spec is None:
+        return FileGraph(path, language, None, [], [], [])
+    if tree is None:
+        tree = parser_for(spec.name).parse(text_.encode("utf-8"))
+    query = compiled_query(spec.name)
+    containers: list[_Container] = []
+    points: list[_Point] = []
+    package: str | None = None
+    seen: set[tuple[int, int, str]] = set()
+    decode_imports = IMPORT_DECODERS[spec.name]
+    rust = spec.name == "rust"
+    python = spec.name == "python"
+
+    roles: dict[int, str] = {}
+    for pattern, caps in QueryCursor(query).matches(tree.root_node):
+        role = roles.get(pattern)
+        if role is None:
+            role = roles[pattern] = next(
+                (k for k in caps if k in _ROLE_KEYS or k.startswith(_ROLE_PREFIXES)), ""
+            )
+        if not role:
+            continue
+        node = caps[role][0]
+        if role.startswith("ref."):
+            name = caps["name"][0].text.decode("utf-8", "replace")  # type: ignore[union-attr]
+            recv_nodes = caps.get("receiver")
+            receiver = _squash(text(recv_nodes[0])) if recv_nodes else None
+            kind = role[4:]
+            if (python and name[:1].isupper()) or (
+                rust and name == "new" and recv_nodes and _parent_type(recv_nodes[0]) == "scoped_identifier"
+            ):
+                kind = "constructor"
+            points.append(_Point(node.start_byte, kind, node, name=name, receiver=receiver))
+        elif role.startswith("def.") or role.startswith("scope."):
+            name = text(caps["name"][0])
+            key3 = (node.start_byte, node.end_byte, name)
+            if key3 in seen:
+                continue
+            seen.add(key3)
+            is_def = role[0] == "d"
+            kind = role[4:] if is_def else role[6:]
+            body = caps.get("type_body")
+            if body:
+                kind = _GO_TYPE_KINDS.get(body[0].type, "type")
+            owner_nodes = caps.get("owner")
+            bases = _bases(spec, node, caps) if kind in ("class", "interface") else ()
+            containers.append(
+                _Container(
+                    node.start_byte,
+                    node.end_byte,
+                    name,
+                    kind,
+                    is_def,
+                    node,
+                    owner=text(owner_nodes[0]) if owner_nodes else None,
+                    bases=bases,
+                )
+            )
+        elif role == "import":
+            bindings = decode_imports(node, path)
+            if bindings:
+                points.append(_Point(node.start_byte, "import", node, bindings=bindings))
+        elif role in ("local", "field"):
+            literal = caps.get("local.literal")
+            if literal:
+                local_type: str | None = _LITERAL_TYPES.get(literal[0].type, literal[0].type)
+            else:
+                local_type = clean_type(text(caps["local.type"][0]))
+            if local_type:
+                var = text(caps["local.name"][0])
+                points.append(_Point(node.start_byte, role, node, name=var, local_type=local_type))
+        elif role == "package":
+            package = text(node)
+
+    containers.sort(key=lambda c: (c.start, -c.end))
+    _nest(containers, points)
+    _qualify(spec, containers)
+
+    # Variable types, keyed by the scope that declares them (None: module level).
+    local_types: dict[tuple[int, str], str] = {}
+    field_types: dict[tuple[int, str], str] = {}
+    for p in points:
+        if p.role == "local" or p.role == "field":
+            scope = p.owner.nearest_def if p.owner is not None else None
+            var = p.name
+            head, _, attr = var.partition(".")
+            if p.role == "field" or (attr and head in spec.self_names):
+                cls = p.owner.nearest_class if p.owner is not None else None
+                if cls is not None:
+                    field_types[(id(cls), attr or var)] = p.local_type
+            elif not attr:
+                local_types[(id(scope), var)] = p.local_type
+
+    definitions = [
+        Definition(
+            c.name,
+            c.qualified,
+            c.kind,
+            path,
+            c.node.start_point[0] + 1,
+            c.node.end_point[0] + 1,
+            c.bases,
+        )
+        for c in containers
+        if c.is_def
+    ]
+    references: list[Reference] = []
+    imports: list[ImportBinding] = []
+    for p in points:
+        if p.role == "local" or p.role == "field":
+            continue
+        caller_c = p.owner.nearest_def if p.owner is not None else None
+        caller = caller_c.qualified if caller_c is not None else None
+        line = p.node.start_point[0] + 1
+        if p.role == "import":
+            if rust:
+                p.bindings = _rust_rebase(p.bindings, p.owner)
+            imports.extend(p.bindings)
+            references.extend(
+                Reference(b.imported or b.local, b.module or None, "import", path, b.line, caller)
+                for b in p.bindings
+            )
+            continue
+        receiver_type = None
+        if p.receiver is not None:
+            receiver_type = _receiver_type(spec, p, local_types, field_types)
+        references.append(Reference(p.name, p.receiver, p.role, path, line, caller, receiver_type))
+    return FileGraph(path, spec.name, _package(spec, path, package), definitions, references, imports)
+
+
+def _receiver_type(
+    spec: LanguageSpec,
+    p: _Point,
+    local_types: dict[tuple[int, str], str],
+    field_types: dict[tuple[int, str], str],
+) -> str | None:
+    receiver = p.receiver or ""
+    cls = p.owner.nearest_class if p.owner is not None else None
+    if receiver in spec.self_names:
+        return cls.qualified if cls is not None else None
+    head, _, attr = receiver.partition(".")
+    if attr and "." not in attr and head in spec.self_names:
+        return field_types.get((id(cls), attr)) if cls is not None else None
+    if not receiver.isidentifier():
+        return None
+    for scope in _enclosing_chain(p.owner.nearest_def if p.owner is not None else None):
+        found = local_types.get((id(scope), receiver))
+        if found is not None:
+            return found
+    if spec.implicit_this and cls is not None:
+        return field_types.get((id(cls), receiver))
+    return None
+
+
+def _rust_rebase(bindings: list[ImportBinding], owner: _Container | None) -> list[ImportBinding]:
+    """Rewrite `super::`/`self::` of a `use` inside inline `mod` blocks to paths from the file's module.
+
+    `mod tests { use super::*; }` means "this file", which the resolver (working per file) can follow.
+    """
+    mods: list[str] = []
+    cur = owner
+    while cur is not None:
+        if cur.kind == "module" and not cur.is_def:
+            mods.append(cur.name)
+        cur = cur.parent
+    if not mods:
+        return bindings
+    mods.reverse()
+    out = []
+    for b in bindings:
+        segs = b.module.split("::") if b.module else []
+        ups = 0
+        while ups < len(segs) and segs[ups] == "super":
+            ups += 1
+        if segs and segs[0] == "self":
+            module = "::".join(["self", *mods, *segs[1:]])
+        elif ups == 0:
+            module = b.module
+        elif ups <= len(mods):
+            module = "::".join(["self", *mods[: len(mods) - ups], *segs[ups:]])
+        else:
+            module = "::".join(["super"] * (ups - len(mods)) + segs[ups:])
+        out.append(ImportBinding(b.local, module, b.imported, b.path, b.line))
+    return out

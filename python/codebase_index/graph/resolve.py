@@ -1,0 +1,572 @@
+"""Resolution of call sites to definitions across files, from the per-file graphs alone (no I/O).
+
+Order of evidence, strongest first: the enclosing scopes and the file itself ("exact"), the receiver's
+class when the extractor saw its type ("exact" in the same file, else how the class was found), the
+file's imports followed through re-exports ("import"), the same Go/Java package ("exact"), and finally
+the bare name across the repository ("name"; every candidate is kept, `candidates` says how many).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .extract import python_module, rust_module
+from .languages import LanguageSpec, language_spec
+from .records import CLASS_KINDS, MODULE_CALLER, Definition, Edge, FileGraph, ImportBinding, ResolveStats
+
+_ECMA = frozenset({"javascript", "typescript", "tsx"})
+_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d.ts")
+_RANK = {"exact": 0, "import": 1, "name": 2}
+DEFAULT_MAX_CANDIDATES = 10
+_MAX_BASES_DEPTH = 5
+
+
+@dataclass(frozen=True)
+class _Module:
+    """A module as a resolution target: a file, plus a qualified prefix for Rust inline `mod`s."""
+
+    path: str
+    prefix: str = ""
+
+
+_Target = Definition | _Module
+_Found = tuple[list[_Target], str | None]  # (targets, confidence | "external" | None)
+
+
+def _dedupe(items: Iterable[_Target]) -> list[_Target]:
+    seen: set[object] = set()
+    out: list[_Target] = []
+    for item in items:
+        key = (item.path, item.qualified, item.start_line) if isinstance(item, Definition) else item
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+class _Resolver:
+    """Indexes over all files plus memoised lookups; built once per `resolve` call."""
+
+    def __init__(self, files: Sequence[FileGraph]) -> None:
+        self.files = {f.path: f for f in files}
+        self.by_qual: dict[str, dict[str, list[Definition]]] = {}
+        self.by_name: dict[str, list[Definition]] = defaultdict(list)
+        self.by_member: dict[str, list[Definition]] = defaultdict(list)
+        self.bindings: dict[str, dict[str, list[ImportBinding]]] = {}
+        self.stars: dict[str, list[ImportBinding]] = {}
+        self.py_modules: dict[str, list[str]] = defaultdict(list)
+        self.go_dirs: dict[str, list[str]] = defaultdict(list)
+        self.go_dir_suffix: dict[str, list[str]] = defaultdict(list)
+        self.packages: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.rust_crates: dict[str, str] = {}
+        self._memo: dict[tuple[str, str, str], _Found] = {}
+        self._busy: set[tuple[str, str, str]] = set()
+        self._module_memo: dict[tuple[str, str, str], list[_Module]] = {}
+        for f in files:
+            quals: dict[str, list[Definition]] = defaultdict(list)
+            for d in f.definitions:
+                quals[d.qualified].append(d)
+                self.by_name[d.name].append(d)
+                tail = d.qualified.rsplit(".", 2)
+                if len(tail) >= 2:
+                    self.by_member[f"{tail[-2]}.{tail[-1]}"].append(d)
+            self.by_qual[f.path] = quals
+            binds: dict[str, list[ImportBinding]] = defaultdict(list)
+            stars: list[ImportBinding] = []
+            for b in f.imports:
+                (stars if b.local == "*" else binds[b.local]).append(b)
+            self.bindings[f.path] = binds
+            self.stars[f.path] = stars
+            self._index_module(f)
+
+    def _index_module(self, f: FileGraph) -> None:
+        directory = posixpath.dirname(f.path)
+        if f.language == "python":
+            parts = python_module(f.path).split(".")
+            for i in range(len(parts)):
+                if parts[i]:
+                    self.py_modules[".".join(parts[i:])].append(f.path)
+        elif f.language == "go":
+            if directory not in self.go_dirs:
+                segs = directory.split("/") if directory else []
+                for i in range(len(segs)):
+                    self.go_dir_suffix["/".join(segs[i:])].append(directory)
+            self.go_dirs[directory].append(f.path)
+            self.packages[(f"go:{directory}", f.package or "")].append(f.path)
+        elif f.language == "java" and f.package:
+            self.packages[("java", f.package)].append(f.path)
+        elif f.language == "rust":
+            root, _ = rust_module(f.path)
+            if root.endswith("src"):
+                crate_dir = posixpath.basename(posixpath.dirname(root))
+                if crate_dir:
+                    self.rust_crates.setdefault(crate_dir.replace("-", "_"), root)
+
+    # ---- module resolution, per language -------------------------------------------------------
+
+    def modules(self, from_path: str, module: str) -> list[_Module]:
+        f = self.files[from_path]
+        key = (f.language, from_path if module.startswith((".", "self", "super")) else "", module)
+        cached = self._module_memo.get(key)
+        if cached is None:
+            if f.language == "python":
+                cached = [_Module(p) for p in self._python_modules(from_path, module)]
+            elif f.language in ("javascript", "typescript", "tsx"):
+                cached = [_Module(p) for p in self._js_modules(from_path, module)]
+            elif f.language == "go":
+                cached = [_Module(p) for p in self._go_modules(module)]
+            elif f.language == "java":
+                cached = [_Module(p) for p in self.packages.get(("java", module), [])]
+            elif f.language == "rust":
+                cached = self._rust_modules(from_path, module)
+            else:
+                cached = []
+            self._module_memo[key] = cached
+        return cached
+
+    def _python_modules(self, from_path: str, module: str) -> list[str]:
+        if not module.startswith("."):
+            found = self.py_modules.get(module, [])
+            if len(found) <= 1:
+                return found
+
+            # Several source roots define it: prefer the one nearest the importing file.
+            def closeness(p: str) -> tuple[int, int]:
+                common = posixpath.commonpath([p, from_path]) if "/" in p and "/" in from_path else ""
+                return (-len(common.split("/")) if common else 0, p.count("/"))
+
+            best = min(closeness(p) for p in found)
+            return [p for p in found if closeness(p) == best]
+        dots = len(module) - len(module.lstrip("."))
+        parts = from_path.split("/")[:-1]
+        if dots - 1 > len(parts):
+            return []
+        parts = parts[: len(parts) - (dots - 1)]
+        rest = module[dots:]
+        if rest:
+            parts += rest.split(".")
+        base = "/".join(parts)
+        for cand in (f"{base}.py" if base else "", f"{base}/__init__.py" if base else "__init__.py"):
+            if cand and cand in self.files:
+                return [cand]
+        return []
+
+    def _js_modules(self, from_path: str, spec: str) -> list[str]:
+        if not spec.startswith("."):
+            return []
+        base = posixpath.normpath(posixpath.join(posixpath.dirname(from_path), spec))
+        if base.startswith(".."):
+            return []
+        stems = [base]
+        stem, ext = posixpath.splitext(base)
+        if ext in (".js", ".jsx", ".mjs", ".cjs"):
+            stems.append(stem)  # TS ESM imports name the compiled .js file
+        for s in stems:
+            for cand in (s, *(s + e for e in _JS_EXTS), *(f"{s}/index{e}" for e in _JS_EXTS)):
+                if cand in self.files:
+                    return [cand]
+        return []
+
+    def _go_modules(self, import_path: str) -> list[str]:
+        segs = [s for s in import_path.split("/") if s]
+        if len(segs) > 1 and segs[-1][:1] == "v" and segs[-1][1:].isdigit():
+            segs.pop()
+        if not segs:
+            return []
+        has_domain = "." in segs[0]
+        for i in range(len(segs)):
+            if i > 0 and not has_domain:
+                break  # the standard library: only an exact directory match counts
+            dirs = self.go_dir_suffix.get("/".join(segs[i:]), [])
+            if i > 0:
+                dirs = [d for d in dirs if d.count("/") + 1 == len(segs) - i]
+                if len(segs) - i == 1 and not dirs:
+                    continue
+            if dirs:
+                return [p for d in dirs for p in self.go_dirs[d]]
+        if has_domain and "" in self.go_dirs:
+            root = self.go_dirs[""]
+            last = segs[-1].replace("-", "_")
+            if any(self.files[p].package in (last, segs[-1]) for p in root):
+                return list(root)
+        return []
+
+    def _rust_modules(self, from_path: str, module: str) -> list[_Module]:
+        root, current = rust_module(from_path)
+        segs = [s for s in module.split("::") if s]
+        base: tuple[str, ...]
+        if not segs:
+            base = current
+        elif segs[0] == "crate":
+            base, segs = (), segs[1:]
+        elif segs[0] == "self":
+            base, segs = current, segs[1:]
+        elif segs[0] == "super":
+            base = current
+            while segs and segs[0] == "super":
+                base, segs = base[:-1], segs[1:]
+        elif segs[0] in self.rust_crates:
+            root, base, segs = self.rust_crates[segs[0]], (), segs[1:]
+        else:
+            base = current  # `mod foo;` then `use foo::x`
+        full = (*base, *segs)
+        for k in range(len(full), -1, -1):
+            mod_file = self._rust_file(root, full[:k])
+            if mod_file is not None:
+                rest = full[k:]
+                if rest and not self.by_qual[mod_file].get(".".join(rest)):
+                    return []
+                return [_Module(mod_file, "".join(f"{s}." for s in rest))]
+        return []
+
+    def _rust_file(self, root: str, segs: tuple[str, ...]) -> str | None:
+        prefix = f"{root}/" if root else ""
+        if not segs:
+            cands: tuple[str, ...] = (f"{prefix}lib.rs", f"{prefix}main.rs")
+        else:
+            joined = "/".join(segs)
+            cands = (f"{prefix}{joined}.rs", f"{prefix}{joined}/mod.rs")
+        return next((c for c in cands if c in self.files), None)
+
+    def submodule(self, module: _Module, name: str) -> list[_Module]:
+        """`pkg.sub` where `pkg` is a package: the file of `sub` (Python packages, Rust modules)."""
+        f = self.files[module.path]
+        if f.language == "python" and module.path.endswith("__init__.py"):
+            d = posixpath.dirname(module.path)
+            prefix = f"{d}/" if d else ""
+            for cand in (f"{prefix}{name}.py", f"{prefix}{name}/__init__.py"):
+                if cand in self.files:
+                    return [_Module(cand)]
+        elif f.language == "rust" and not module.prefix:
+            return self._rust_modules(module.path, f"self::{name}")
+        return []
+
+    # ---- name lookup ---------------------------------------------------------------------------
+
+    def lookup(self, path: str, name: str, prefix: str = "") -> _Found:
+        """`name` as seen from the top level of `path` (or inside a Rust inline module `prefix`)."""
+        key = (path, name, prefix)
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        if key in self._busy:
+            return [], None  # an import cycle: nothing new down this path
+        self._busy.add(key)
+        try:
+            found = self._lookup(path, name, prefix)
+        finally:
+            self._busy.discard(key)
+        self._memo[key] = found
+        return found
+
+    def _lookup(self, path: str, name: str, prefix: str) -> _Found:
+        local = self.by_qual[path].get(prefix + name)
+        if local:
+            return list(local), "exact"
+        if prefix:
+            return [], None
+        bound = self.bindings[path].get(name)
+        if bound:
+            targets = _dedupe(t for b in bound for t in self.follow(b))
+            return (targets, "import") if targets else ([], "external")
+        f = self.files[path]
+        if f.language == "go":
+            same = self.packages.get((f"go:{posixpath.dirname(path)}", f.package or ""), [])
+            defs = [d for p in same if p != path for d in self.by_qual[p].get(name, [])]
+            if defs:
+                return list(defs), "exact"
+        elif f.language == "java" and f.package:
+            defs = [
+                d for p in self.packages.get(("java", f.package), []) for d in self.by_qual[p].get(name, [])
+            ]
+            if defs:
+                return list(defs), "exact"
+        starred: list[_Target] = []
+        for b in self.stars[path]:
+            for m in self.modules(path, b.module):
+                starred.extend(self.lookup(m.path, name, m.prefix)[0])
+            if f.language == "java" and not starred:  # import static pkg.Cls.*
+                starred.extend(self._java_static(b.module, name))
+        if starred:
+            return _dedupe(starred), "import"
+        return [], None
+
+    def follow(self, b: ImportBinding) -> list[_Target]:
+        """What an import binding denotes inside the repo (empty: it points outside)."""
+        f = self.files[b.path]
+        if b.module == "" and b.imported:  # an export alias of this very file
+            return [t for t in self.lookup(b.path, b.imported)[0] if not _same(t, b)]
+        if f.language == "java":
+            out: list[_Target] = []
+            for m in self.modules(b.path, b.module):
+                out.extend(self.lookup(m.path, b.imported or b.local, "")[0])
+            return _dedupe(out) or self._java_static(b.module, b.imported or b.local)
+        mods = self.modules(b.path, b.module)
+        if b.imported is None:
+            return list(mods)
+        out = []
+        for m in mods:
+            found = self.lookup(m.path, b.imported, m.prefix)[0]
+            if not found and b.imported == "default":
+                found = self.lookup(m.path, b.local, m.prefix)[0]
+            out.extend(found or self.submodule(m, b.imported))
+        if not out and f.language == "python" and not mods:
+            joined = f"{b.module}.{b.imported}" if not b.module.endswith(".") else b.module + b.imported
+            out.extend(self.modules(b.path, joined))
+        if not out and f.language == "rust":
+            out.extend(self.modules(b.path, f"{b.module}::{b.imported}" if b.module else b.imported))
+        return _dedupe(out)
+
+    def _java_static(self, class_path: str, member: str) -> list[_Target]:
+        package, _, cls = class_path.rpartition(".")
+        out: list[_Target] = []
+        for p in self.packages.get(("java", package), []):
+            out.extend(self.by_qual[p].get(f"{cls}.{member}", []))
+        return out
+
+    def members(self, target: _Target, name: str, depth: int = 0) -> list[Definition]:
+        """`target.name`: a module's top-level symbol or a class's method (searching its bases)."""
+        if isinstance(target, _Module):
+            in_module = self.lookup(target.path, name, target.prefix)[0]
+            found_in = [t for t in in_module if isinstance(t, Definition)]
+            if not found_in and depth == 0 and self.files[target.path].language in _ECMA:
+                for value in self.values([target]):  # `module.exports = Client`; `mod.staticMethod()`
+                    found_in.extend(self.members(value, name, depth + 1))
+            return found_in
+        found = list(self.by_qual[target.path].get(f"{target.qualified}.{name}", []))
+        if found:
+            return found
+        f = self.files[target.path]
+        if f.language == "go":
+            same = self.packages.get((f"go:{posixpath.dirname(target.path)}", f.package or ""), [])
+            found = [d for p in same for d in self.by_qual[p].get(f"{target.name}.{name}", [])]
+        elif f.language == "rust":
+            root = rust_module(target.path)[0]
+            found = [
+                d for d in self.by_member.get(f"{target.name}.{name}", []) if rust_module(d.path)[0] == root
+            ]
+        if found or depth >= _MAX_BASES_DEPTH:
+            return found
+        for base in target.bases:
+            for cls in self.lookup(target.path, base)[0]:
+                if isinstance(cls, Definition) and cls.kind in CLASS_KINDS and cls is not target:
+                    found.extend(self.members(cls, name, depth + 1))
+        return found
+
+    def values(self, targets: list[_Target]) -> list[_Target]:
+        """Targets as values: a required/imported JS module stands for its default export."""
+        out: list[_Target] = []
+        for t in targets:
+            if isinstance(t, _Module):
+                if self.files[t.path].language in _ECMA:
+                    out.extend(d for d in self.lookup(t.path, "default")[0] if isinstance(d, Definition))
+            else:
+                out.append(t)
+        return out
+
+    def type_targets(self, f: FileGraph, spec: LanguageSpec, type_name: str) -> _Found:
+        """The class-like definitions a type name denotes in file `f`."""
+        segs = type_name.replace("::", ".").split(".")
+        if len(segs) > 1 and not self.by_qual[f.path].get(type_name):
+            targets, conf = self.resolve_path(f, spec, segs)
+        else:
+            targets, conf = self.lookup(f.path, type_name)
+            if not targets and conf != "external":
+                targets, conf = list(self.by_name.get(type_name, [])), "name"
+        classes = [t for t in self.values(targets) if isinstance(t, Definition) and t.kind in CLASS_KINDS]
+        if classes:
+            return list(classes), conf
+        return [], "external" if not targets else None
+
+    def resolve_path(self, f: FileGraph, spec: LanguageSpec, segs: list[str]) -> _Found:
+        """A dotted/`::` receiver such as `pkg.sub`, `crate::a::B` or `Foo`, left to right."""
+        targets: list[_Target] = []
+        conf: str | None = None
+        start = 1
+        if f.language == "rust" and (segs[0] in ("crate", "self", "super") or segs[0] in self.rust_crates):
+            for k in range(len(segs), 0, -1):
+                mods = self.modules(f.path, "::".join(segs[:k]))
+                if mods:
+                    targets, conf, start = list(mods), "import", k
+                    break
+            if not targets:
+                return [], "external" if segs[0] not in ("crate", "self", "super") else None
+        elif f.language == "python":
+            for k in range(len(segs), 0, -1):  # `import a.b` binds "a.b"
+                if ".".join(segs[:k]) in self.bindings[f.path]:
+                    targets, conf = self.lookup(f.path, ".".join(segs[:k]))
+                    start = k
+                    break
+            else:
+                targets, conf = self.lookup(f.path, segs[0])
+        else:
+            targets, conf = self.lookup(f.path, segs[0])
+        if not targets:
+            return [], conf
+        for seg in segs[start:]:
+            nxt: list[_Target] = []
+            for t in targets:
+                nxt.extend(self.members(t, seg))
+                if isinstance(t, _Module):
+                    nxt.extend(self.submodule(t, seg))
+            targets = _dedupe(nxt)
+            if not targets:
+                return [], None
+        return targets, conf
+
+    # ---- one reference -------------------------------------------------------------------------
+
+    def resolve_call(
+        self,
+        f: FileGraph,
+        spec: LanguageSpec,
+        name: str,
+        receiver: str | None,
+        receiver_type: str | None,
+        caller: str | None,
+    ) -> _Found:
+        if receiver is None:
+            return self._bare(f, spec, name, caller)
+        return self._member(f, spec, name, receiver, receiver_type, caller)
+
+    def _enclosing_class(self, f: FileGraph, caller: str | None) -> Definition | None:
+        parts = caller.split(".") if caller else []
+        quals = self.by_qual[f.path]
+        for i in range(len(parts), 0, -1):
+            for d in quals.get(".".join(parts[:i]), []):
+                if d.kind in CLASS_KINDS:
+                    return d
+        return None
+
+    def _bare(self, f: FileGraph, spec: LanguageSpec, name: str, caller: str | None) -> _Found:
+        quals = self.by_qual[f.path]
+        parts = caller.split(".") if caller else []
+        for i in range(len(parts), 0, -1):
+            scope = ".".join(parts[:i])
+            scope_defs = quals.get(scope, [])
+            is_class = any(d.kind in CLASS_KINDS for d in scope_defs)
+            if is_class and spec.implicit_this:
+                found = self.members(scope_defs[0], name)
+                if found:
+                    return list(found), "exact"
+            elif not is_class and quals.get(f"{scope}.{name}"):
+                return list(quals[f"{scope}.{name}"]), "exact"
+        targets, conf = self.lookup(f.path, name)
+        if targets:
+            defs = self.values(targets)
+            return (defs, conf) if defs else ([], None)
+        if conf == "external" or name in spec.builtins:
+            return [], "external"
+        if spec.bare_calls_need_binding:
+            return [], None
+        cands = [d for d in self.by_name.get(name, []) if d.kind != "method"]
+        return (list(cands), "name") if cands else ([], None)
+
+    def _member(
+        self,
+        f: FileGraph,
+        spec: LanguageSpec,
+        name: str,
+        receiver: str,
+        receiver_type: str | None,
+        caller: str | None,
+    ) -> _Found:
+        if receiver in spec.super_names:
+            cls = self._enclosing_class(f, caller)
+            found: list[Definition] = []
+            for base in cls.bases if cls is not None else ():
+                for t in self.lookup(f.path, base)[0]:
+                    if isinstance(t, Definition):
+                        found.extend(self.members(t, name))
+            return (list(found), "exact") if found else ([], "external")
+        if receiver_type is not None:
+            classes, conf = self.type_targets(f, spec, receiver_type)
+            if classes:
+                via_class = _dedupe(
+                    m for c in classes if isinstance(c, Definition) for m in self.members(c, name)
+                )
+                if via_class:
+                    return via_class, conf if receiver not in spec.self_names else "exact"
+            elif conf == "external":
+                return [], "external"
+        segs = receiver.split(spec.path_sep)
+        if spec.path_sep != "." and len(segs) == 1:
+            segs = receiver.split(".")
+        if all(s.isidentifier() for s in segs) and segs[0] not in spec.self_names:
+            targets, conf = self.resolve_path(f, spec, segs)
+            if targets:
+                members = _dedupe(m for t in targets for m in self.members(t, name))
+                return (members, conf) if members else ([], None)
+            if conf == "external" or segs[0] in spec.builtins:
+                return [], "external"
+            if len(segs) == 1 and segs[0][:1].isupper() and not self.by_name.get(segs[0]):
+                return [], "external"  # a type the repo does not define: `String::from`, `Math.max`
+        cands = [d for d in self.by_name.get(name, []) if d.kind == "method" or "." in d.qualified]
+        return (list(cands), "name") if cands else ([], None)
+
+
+def _same(t: _Target, b: ImportBinding) -> bool:
+    return isinstance(t, _Module) and t.path == b.path
+
+
+def resolve_with_stats(
+    files: Sequence[FileGraph], max_candidates: int | None = DEFAULT_MAX_CANDIDATES
+) -> tuple[list[Edge], ResolveStats]:
+    """Edges for every call site that reaches the repo's own code, plus counts of what did not.
+
+    A call site matched only by name to more than `max_candidates` definitions (`x.get()` against
+    every `get` method of a large repo) yields no edges and is counted in `stats.too_ambiguous`;
+    None keeps them all. Exact and import-resolved sites are never capped.
+    """
+    r = _Resolver(files)
+    stats = ResolveStats()
+    edges: list[Edge] = []
+    seen: set[tuple[str, str, int, str, str, int]] = set()
+    for f in files:
+        spec = language_spec(f.language)
+        if spec is None:
+            continue
+        for ref in f.references:
+            stats.references += 1
+            if ref.kind == "import":
+                stats.imports += 1
+                continue
+            stats.calls += 1
+            targets, conf = r.resolve_call(f, spec, ref.name, ref.receiver, ref.receiver_type, ref.caller)
+            defs = [t for t in targets if isinstance(t, Definition)]
+            if not defs or conf not in _RANK:
+                if conf == "external":
+                    stats.external += 1
+                else:
+                    stats.unresolved += 1
+                continue
+            if conf == "name" and max_candidates is not None and len(defs) > max_candidates:
+                stats.too_ambiguous += 1
+                continue
+            if conf == "exact":
+                stats.exact += 1
+            elif conf == "import":
+                stats.via_import += 1
+            else:
+                stats.by_name += 1
+            if len(defs) > 1:
+                stats.ambiguous += 1
+            caller = ref.caller or MODULE_CALLER
+            for d in defs:
+                key = (caller, f.path, ref.line, d.qualified, d.path, d.start_line)
+                if key in seen:
+                    continue
+                seen.add(key)
+                edges.append(
+                    Edge(caller, f.path, ref.line, d.qualified, d.path, d.start_line, conf, len(defs))
+                )
+    stats.edges = len(edges)
+    return edges, stats
+
+
+def resolve(files: Sequence[FileGraph], max_candidates: int | None = DEFAULT_MAX_CANDIDATES) -> list[Edge]:
+    """Call edges across `files`; ambiguous call sites keep one edge per candidate."""
+    return resolve_with_stats(files, max_candidates)[0]
