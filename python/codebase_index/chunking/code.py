@@ -48,11 +48,13 @@ def parser_for(grammar: str) -> Parser:
 _EXOTIC_BREAKS = str.maketrans(dict.fromkeys("\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
 _EXOTIC_CHARS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 # Leftover lines too thin to be chunks of their own: closers join the chunk before them,
-# preprocessor openers (`#ifdef X`, `#else`) the chunk after them.
+# openers (`#ifdef X`, `#else`, Python's `if X:`/`else:`) the chunk after them.
 _CLOSER_LINE = re.compile(
     r"^\s*(?:[\]\)\}>;,]+|end|fi|done|esac|#\s*endif\b.*)\s*[;,]?\s*(?://.*|#.*|--.*|/\*.*)?$"
 )
-_OPENER_LINE = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|else)\b.*$")
+_OPENER_LINE = re.compile(
+    r"^\s*(?:#\s*(?:if|ifdef|ifndef|elif|else)\b.*|(?:if|elif|else|try|finally|except)\b[^:]*:\s*(?:#.*)?)$"
+)
 _MAX_SYMBOL_CHARS = 120
 _MAX_DEPTH = 12
 
@@ -77,6 +79,20 @@ _ATTACHED_TYPES = frozenset({"haddock", "decorator", "attribute_item", "annotati
 
 def _is_attached(node_type: str) -> bool:
     return "comment" in node_type or node_type in _ATTACHED_TYPES
+
+
+def _transparent_children(node: Node) -> list[Node]:
+    """Children of a namespace/`#ifdef`/`if`, with its `body` field's children spliced in."""
+    body = node.child_by_field_name("body") if node.type != "ERROR" else None
+    if body is None:
+        return node.children
+    out: list[Node] = []
+    for child in node.children:
+        if child == body:
+            out.extend(body.children)
+        else:
+            out.append(child)
+    return out
 
 
 def _settle(node: Node, end: int, comment_ends: dict[int, int]) -> int:
@@ -156,8 +172,7 @@ class _Walker:
                 continue
             end = _end_row(node)
             if (ntype in spec.transparent or ntype == "ERROR") and depth < _MAX_DEPTH:
-                body = node.child_by_field_name("body") if ntype != "ERROR" else None
-                self.walk((body or node).children, scope, member_kind, prev_end, depth + 1)
+                self.walk(_transparent_children(node), scope, member_kind, prev_end, depth + 1)
                 prev_end, last_def = _settle(node, end, comment_ends), None
                 continue
             target = self._unwrap(node) if ntype in spec.wrappers else node

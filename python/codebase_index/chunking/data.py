@@ -90,7 +90,8 @@ def chunk_data(text: str, lines: list[str], language: str, max_chars: int) -> li
     # Regions partition the file: each key owns the lines up to the next key's comments.
     starts = [0]
     for k in range(1, len(items)):
-        starts.append(max(_attach_comments(lines, items[k][0], items[k - 1][1]), starts[-1] + 1))
+        # Floor at the previous key's first line: grammars may file the comment under that key.
+        starts.append(max(_attach_comments(lines, items[k][0], items[k - 1][0]), starts[-1] + 1))
     regions = [
         (starts[k], (starts[k + 1] - 1) if k + 1 < len(items) else len(lines) - 1, items[k][0], items[k][2])
         for k in range(len(items))
