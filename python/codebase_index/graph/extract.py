@@ -229,12 +229,13 @@ def extract_file(path: str, text_: str, language: str, tree: Tree | None = None)
             name = caps["name"][0].text.decode("utf-8", "replace")  # type: ignore[union-attr]
             recv_nodes = caps.get("receiver")
             receiver = _squash(text(recv_nodes[0])) if recv_nodes else None
+            constructed = (_constructed_type(recv_nodes[0]) if recv_nodes else None) or ""
             kind = role[4:]
             if (python and name[:1].isupper()) or (
                 rust and name == "new" and recv_nodes and _parent_type(recv_nodes[0]) == "scoped_identifier"
             ):
                 kind = "constructor"
-            points.append(_Point(node.start_byte, kind, node, name=name, receiver=receiver))
+            points.append(_Point(node.start_byte, kind, node, name, receiver, local_type=constructed))
         elif role.startswith("def.") or role.startswith("scope."):
             name = text(caps["name"][0])
             key3 = (node.start_byte, node.end_byte, name)
@@ -332,12 +333,29 @@ def extract_file(path: str, text_: str, language: str, tree: Tree | None = None)
     return FileGraph(path, spec.name, _package(spec, path, package), definitions, references, imports)
 
 
+def _constructed_type(receiver: Node) -> str | None:
+    """`new Foo().m()`, `Foo().m()` (Python, capitalised): the receiver is a fresh Foo."""
+    kind = receiver.type
+    if kind in ("new_expression", "object_creation_expression"):
+        ctor = receiver.child_by_field_name("constructor") or receiver.child_by_field_name("type")
+        return clean_type(text(ctor)) if ctor is not None else None
+    if kind == "call":
+        func = receiver.child_by_field_name("function")
+        if func is not None and func.type in ("identifier", "attribute"):
+            name = text(func)
+            if name.rsplit(".", 1)[-1][:1].isupper():
+                return name
+    return None
+
+
 def _receiver_type(
     spec: LanguageSpec,
     p: _Point,
     local_types: dict[tuple[int, str], str],
     field_types: dict[tuple[int, str], str],
 ) -> str | None:
+    if p.local_type:
+        return p.local_type
     receiver = p.receiver or ""
     cls = p.owner.nearest_class if p.owner is not None else None
     if receiver in spec.self_names:

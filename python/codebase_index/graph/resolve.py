@@ -404,6 +404,9 @@ class _Resolver:
                 targets, conf = self.lookup(f.path, segs[0])
         else:
             targets, conf = self.lookup(f.path, segs[0])
+            if not targets and conf is None and f.language == "rust":  # `mod util;` then `util::log()`
+                targets = list(self.modules(f.path, f"self::{segs[0]}"))
+                conf = "import" if targets else None
         if not targets:
             return [], conf
         for seg in segs[start:]:
