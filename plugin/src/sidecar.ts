@@ -32,6 +32,12 @@ export interface CallOptions {
   onProgress?: (event: ProgressEvent) => void;
   /** Retry once on a fresh sidecar if the process died during the call (safe for read-only methods). */
   retryOnCrash?: boolean;
+  /**
+   * Delays (ms) between retries while the sidecar answers "index busy" (-32001). The index lock is also
+   * taken briefly by background work (a fresh index's schema set-up, a debounced refresh after file
+   * events), so a short bounded wait turns that into success instead of an error; long runs still fail.
+   */
+  busyRetryDelaysMs?: number[];
 }
 
 export interface SidecarOptions {
@@ -78,6 +84,7 @@ export type SidecarErrorKind =
 /** JSON-RPC codes from plugin/PROTOCOL.md that the plugin treats specially. */
 export const SIDECAR_LOCKED = -32002;
 export const NOT_INDEXED = -32003;
+export const INDEX_BUSY = -32001;
 /** Exit status of a sidecar that found another one serving the same index. */
 const EXIT_LOCKED = 3;
 const LOCKED_MESSAGE =
@@ -124,12 +131,12 @@ const STDERR_TAIL_LINES = 30;
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(new SidecarError("cancelled", "cancelled before the sidecar restarted"));
+      reject(new SidecarError("cancelled", "cancelled while waiting to retry"));
       return;
     }
     const onAbort = (): void => {
       clearTimeout(timer);
-      reject(new SidecarError("cancelled", "cancelled before the sidecar restarted"));
+      reject(new SidecarError("cancelled", "cancelled while waiting to retry"));
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
@@ -197,13 +204,21 @@ export class SidecarClient {
   }
 
   async call(method: string, params: unknown, options: CallOptions = {}): Promise<unknown> {
-    try {
-      return await this.callOnce(method, params, options);
-    } catch (error) {
-      if (options.retryOnCrash && error instanceof SidecarError && error.kind === "exited" && !this.disposed) {
+    const delays = [...(options.busyRetryDelaysMs ?? [])];
+    let replayed = false;
+    for (;;) {
+      try {
         return await this.callOnce(method, params, options);
+      } catch (error) {
+        if (!(error instanceof SidecarError) || this.disposed) throw error;
+        if (options.retryOnCrash && error.kind === "exited" && !replayed) {
+          replayed = true;
+          continue;
+        }
+        const delay = error.code === INDEX_BUSY ? delays.shift() : undefined;
+        if (delay === undefined) throw error;
+        await sleep(delay, options.signal);
       }
-      throw error;
     }
   }
 

@@ -30,6 +30,9 @@ export function argsFor(spec: ToolSpec): ArgShape {
   return generated ?? argsShape(spec.inputSchema);
 }
 
+/** Short waits for a briefly held index lock (see CallOptions.busyRetryDelaysMs): about 2 s in all. */
+const BUSY_RETRY_DELAYS_MS = [200, 400, 800, 800];
+
 /** Methods that only read: safe to replay once on a fresh sidecar after a crash. */
 const NOT_REPLAYED = new Set(["index"]);
 
@@ -98,6 +101,7 @@ export async function runTool(
     const result = await client.call(spec.method, stripUndefined(args), {
       signal: ctx.abort,
       retryOnCrash: !NOT_REPLAYED.has(spec.method),
+      busyRetryDelaysMs: BUSY_RETRY_DELAYS_MS,
       onProgress: (p) => {
         const of = p.total > 0 ? ` ${p.done}/${p.total}` : "";
         ctx.metadata({ title: `${spec.name}: ${p.phase}${of}`, metadata: { phase: p.phase, done: p.done, total: p.total } });

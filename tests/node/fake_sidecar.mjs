@@ -30,6 +30,7 @@ const tools = [
 process.stderr.write(`fake sidecar started with ${args.join(" ")}\n`);
 process.stdout.write("a stray non-JSON line that the client must ignore\n");
 
+let busyCalls = 0;
 const rl = createInterface({ input: process.stdin });
 rl.on("line", (line) => {
   const msg = JSON.parse(line);
@@ -66,6 +67,12 @@ rl.on("line", (line) => {
     }
     case "status":
       reply(msg.id, { text: "fake status", data: {} });
+      break;
+    case "busy":
+      busyCalls += 1;
+      if (busyCalls <= msg.params.failTimes) {
+        send({ jsonrpc: "2.0", id: msg.id, error: { code: -32001, message: "an index run is already in progress" } });
+      } else reply(msg.id, { text: `ok after ${busyCalls - 1} busy answers`, data: {} });
       break;
     case "boom":
       send({ jsonrpc: "2.0", id: msg.id, error: { code: -32001, message: "index is locked by another process" } });

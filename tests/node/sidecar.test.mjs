@@ -38,6 +38,15 @@ test("relays $/progress to the caller and rpc errors keep their code", async (t)
   await assert.rejects(c.call("boom", {}), (e) => e instanceof SidecarError && e.kind === "rpc" && e.code === -32001);
 });
 
+test("an index-busy answer is retried after the given delays, then reported", async (t) => {
+  t.dir = tempDir(t);
+  const c = client(t, fakePython(t.dir));
+  const ok = await c.call("busy", { failTimes: 2 }, { busyRetryDelaysMs: [10, 10, 10] });
+  assert.equal(ok.text, "ok after 2 busy answers");
+  await assert.rejects(c.call("busy", { failTimes: 99 }, { busyRetryDelaysMs: [10, 10] }), (e) => e.code === -32001);
+  await assert.rejects(c.call("busy", { failTimes: 99 }), (e) => e.code === -32001, "no retry unless asked");
+});
+
 test("aborting a call sends $/cancelRequest with its id", async (t) => {
   t.dir = tempDir(t);
   const log = `${t.dir}/log.jsonl`;
