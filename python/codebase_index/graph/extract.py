@@ -68,6 +68,7 @@ class _Point:
     local_type: str = ""
     bindings: list[ImportBinding] = field(default_factory=list)
     owner: _Container | None = None
+    line: int = 0
 
 
 def python_module(path: str) -> str:
@@ -226,16 +227,19 @@ def extract_file(path: str, text_: str, language: str, tree: Tree | None = None)
             continue
         node = caps[role][0]
         if role.startswith("ref."):
-            name = caps["name"][0].text.decode("utf-8", "replace")  # type: ignore[union-attr]
+            name_node = caps["name"][0]
+            name = name_node.text.decode("utf-8", "replace")  # type: ignore[union-attr]
             recv_nodes = caps.get("receiver")
             receiver = _squash(text(recv_nodes[0])) if recv_nodes else None
             constructed = (_constructed_type(recv_nodes[0]) if recv_nodes else None) or ""
             kind = role[4:]
-            if (python and name[:1].isupper()) or (
-                rust and name == "new" and recv_nodes and _parent_type(recv_nodes[0]) == "scoped_identifier"
-            ):
+            if python and name[:1].isupper():
                 kind = "constructor"
-            points.append(_Point(node.start_byte, kind, node, name, receiver, local_type=constructed))
+            elif rust and recv_nodes and _parent_type(recv_nodes[0]) == "scoped_identifier":
+                kind = "constructor" if name == "new" else "call"  # `Foo::new()`, `path::f()`: static
+            # The name's line, not the call's: chained calls span lines (`a\n  .b()`).
+            line = name_node.start_point[0] + 1
+            points.append(_Point(node.start_byte, kind, node, name, receiver, constructed, line=line))
         elif role.startswith("def.") or role.startswith("scope."):
             name = text(caps["name"][0])
             key3 = (node.start_byte, node.end_byte, name)
@@ -316,7 +320,7 @@ def extract_file(path: str, text_: str, language: str, tree: Tree | None = None)
             continue
         caller_c = p.owner.nearest_def if p.owner is not None else None
         caller = caller_c.qualified if caller_c is not None else None
-        line = p.node.start_point[0] + 1
+        line = p.line or p.node.start_point[0] + 1
         if p.role == "import":
             if rust:
                 p.bindings = _rust_rebase(p.bindings, p.owner)

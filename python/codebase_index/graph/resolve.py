@@ -430,10 +430,11 @@ class _Resolver:
         receiver: str | None,
         receiver_type: str | None,
         caller: str | None,
+        kind: str = "method_call",
     ) -> _Found:
         if receiver is None:
             return self._bare(f, spec, name, caller)
-        return self._member(f, spec, name, receiver, receiver_type, caller)
+        return self._member(f, spec, name, receiver, receiver_type, caller, kind != "method_call")
 
     def _enclosing_class(self, f: FileGraph, caller: str | None) -> Definition | None:
         parts = caller.split(".") if caller else []
@@ -465,7 +466,7 @@ class _Resolver:
             return [], "external"
         if spec.bare_calls_need_binding:
             return [], None
-        cands = [d for d in self.by_name.get(name, []) if d.kind != "method"]
+        cands = [d for d in self.by_name.get(name, []) if d.kind != "method" and d.qualified == d.name]
         return (list(cands), "name") if cands else ([], None)
 
     def _member(
@@ -476,7 +477,9 @@ class _Resolver:
         receiver: str,
         receiver_type: str | None,
         caller: str | None,
+        static: bool = False,
     ) -> _Found:
+        """`receiver.name(...)`; `static` marks an explicit path (`Foo::f()`, `new ns.Foo()`)."""
         if receiver in spec.super_names:
             cls = self._enclosing_class(f, caller)
             found: list[Definition] = []
@@ -507,8 +510,16 @@ class _Resolver:
                 return [], "external"
             if len(segs) == 1 and segs[0][:1].isupper() and not self.by_name.get(segs[0]):
                 return [], "external"  # a type the repo does not define: `String::from`, `Math.max`
-        cands = [d for d in self.by_name.get(name, []) if d.kind == "method" or "." in d.qualified]
+        if static:
+            return [], "external"  # an explicit path the repo does not define
+        cands = [d for d in self.by_name.get(name, []) if self._is_member(d)]
         return (list(cands), "name") if cands else ([], None)
+
+    def _is_member(self, d: Definition) -> bool:
+        """Can `obj.name()` reach d? Methods, and in JS/TS functions stored on objects."""
+        if d.kind == "method":
+            return True
+        return d.kind == "function" and "." in d.qualified and self.files[d.path].language in _ECMA
 
 
 def _same(t: _Target, b: ImportBinding) -> bool:
@@ -538,7 +549,9 @@ def resolve_with_stats(
                 stats.imports += 1
                 continue
             stats.calls += 1
-            targets, conf = r.resolve_call(f, spec, ref.name, ref.receiver, ref.receiver_type, ref.caller)
+            targets, conf = r.resolve_call(
+                f, spec, ref.name, ref.receiver, ref.receiver_type, ref.caller, ref.kind
+            )
             defs = [t for t in targets if isinstance(t, Definition)]
             if not defs or conf not in _RANK:
                 if conf == "external":
