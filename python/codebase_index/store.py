@@ -71,7 +71,8 @@ class SkippedRow(msgspec.Struct, frozen=True):
 
 
 def _v1(conn: sqlite3.Connection) -> None:
-    conn.executescript(
+    # Statement by statement: executescript() would COMMIT the migration's open transaction first.
+    script = (
         """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE files (
@@ -118,6 +119,9 @@ def _v1(conn: sqlite3.Connection) -> None:
         );
         """
     )
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
 
 
 # Each entry upgrades the schema by one version; append, never edit a released one.
@@ -332,11 +336,12 @@ class Store:
 
     def iter_branch_postings(
         self, branch: str
-    ) -> Iterator[tuple[int, str, str, int, str, str, int, bytes, bytes, int]]:
-        """(chunk id, path, language, ordinal, kind, symbol, n_tokens, term_ids, term_tfs, file_id) rows."""
+    ) -> Iterator[tuple[int, str, str, int, int, int, str, str, int, bytes, bytes]]:
+        """Rows in `search.DocRow` order: (chunk id, path, language, ordinal, start_line, end_line, kind,
+        symbol, n_tokens, term_ids, term_tfs)."""
         yield from self.conn.execute(
-            """SELECT c.id, f.path, f.language, c.ordinal, c.kind, c.symbol, c.n_tokens, c.term_ids, c.term_tfs,
-                      f.id
+            """SELECT c.id, f.path, f.language, c.ordinal, c.start_line, c.end_line, c.kind, c.symbol,
+                      c.n_tokens, c.term_ids, c.term_tfs
                FROM files f JOIN chunks c ON c.content_key = f.content_key
                WHERE f.branch = ? ORDER BY f.path, c.ordinal""",
             (branch,),
