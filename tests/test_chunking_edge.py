@@ -210,6 +210,10 @@ def test_minified_single_line_is_cut_by_characters() -> None:
     assert all(c.start_line == c.end_line == 1 for c in chunks)
     assert all(len(c.text) <= 256 * 4 for c in chunks)
     assert "".join(c.text for c in chunks) == text.rstrip("\n")
+    # Thousands of one-line functions sharing a line do not become thousands of chunks.
+    bundle = "".join(f"function f{i}(a){{return a+{i}}}" for i in range(3000)) + "\n"
+    chunks = chunk_text("bundle.js", bundle, max_chunk_tokens=256)
+    assert len(chunks) == -(-len(bundle.rstrip()) // 1024)
 
 
 # --- markdown --------------------------------------------------------------------------------------

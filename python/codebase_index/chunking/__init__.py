@@ -1,12 +1,25 @@
 """Cut source files into searchable chunks: definitions via tree-sitter, sections for markdown,
 top-level keys for data files, line windows for everything else.
 
+Decisions worth knowing (details in `code.py`, `text.py`, `data.py`):
+
+* One chunk per definition. A class/struct/impl/trait/module chunk is its header only (start up
+  to the first member definition: docstring, fields); methods are separate chunks qualified with
+  their container (`Outer.Inner.method`, Go `Receiver.method`, Rust `Foo.bar`). A Rust impl chunk
+  is named `Foo` or `Trait for Foo`. C++ out-of-class definitions are functions named `Foo.bar`.
+* Comments, decorators and attributes directly above a definition (no blank line) belong to it.
+* Everything else becomes `block` chunks labelled with the names they declare (`MAX_RETRIES`).
+* Oversized chunks become overlapping line windows; windows after the first repeat the
+  signature (or markdown heading) line as their first text line.
+
     >>> chunks = chunk_text("a.py", "import os\\n\\ndef f():\\n    pass\\n")
     >>> [(c.start_line, c.end_line, c.kind, c.symbol) for c in chunks]
     [(1, 1, 'block', ''), (3, 4, 'function', 'f')]
 """
 
 from __future__ import annotations
+
+import logging
 
 from codebase_index.chunking.code import chunk_code
 from codebase_index.chunking.data import chunk_data
@@ -17,8 +30,11 @@ from codebase_index.models import ChunkSpan
 
 __all__ = ["chunk_text", "language_for_path"]
 
+_log = logging.getLogger(__name__)
+
 _DATA = frozenset({"json", "yaml", "toml"})
 _EMBEDDED = frozenset({"vue", "svelte", "astro"})
+_MINIFIED_LINE_CHARS = 400  # average characters per line above which a file counts as minified
 
 
 def chunk_text(
@@ -38,9 +54,16 @@ def chunk_text(
     elif language == "c" and path.lower().endswith(".h") and is_cpp_header(text):
         language = "cpp"
     max_chars = budget_chars(max_chunk_tokens)
+    if len(text) > _MINIFIED_LINE_CHARS * len(lines):
+        # Minified/generated code: thousands of definitions share a line; windows serve it better.
+        return chunk_windows(lines, max_chars)
     spec = SPECS.get(language or "")
     if spec is not None:
-        return chunk_code(text, lines, spec, max_chars)
+        try:
+            return chunk_code(text, lines, spec, max_chars)
+        except Exception:  # a grammar or resolver surprise must not lose the file
+            _log.warning("chunking %s as %s failed; using line windows", path, language, exc_info=True)
+            return chunk_windows(lines, max_chars)
     if language == "markdown":
         return chunk_markdown(lines, max_chars)
     if language in _DATA:

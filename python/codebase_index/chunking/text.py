@@ -102,7 +102,7 @@ def block_splits(lines: Sequence[str], start: int, end: int, max_chars: int) -> 
 
 def _split_long(text: str, max_chars: int) -> Iterator[str]:
     """A single line longer than the budget (minified code, data) is cut by characters."""
-    if len(text) <= max_chars * 2:
+    if len(text) <= max_chars:
         yield text
         return
     for k in range(0, len(text), max_chars):
