@@ -12,7 +12,7 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
-from .bm25 import PostingsIndex, tokenize
+from .bm25 import PostingsIndex, tokenize_query
 
 
 class Filters(msgspec.Struct, frozen=True):
@@ -107,7 +107,7 @@ def normalize_directory(directory: str) -> str:
 
 def query_terms(query: str) -> list[str]:
     """Distinct query tokens in first-seen order (the tokenizer is the one documents use)."""
-    return list(dict.fromkeys(tokenize(query)))
+    return list(dict.fromkeys(tokenize_query(query)))
 
 
 def preview(text: str, limit: int = 200) -> str:

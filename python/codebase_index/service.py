@@ -165,7 +165,7 @@ class Engine:
                 if language is None:
                     skipped.append(SkippedRow(entry.path, "unsupported", "no chunker for this file type"))
                     continue
-                text = discovery.read_text(entry.abs_path)
+                text = discovery.read_text(entry.abs_path, entry.path)
                 if not isinstance(text, str):
                     skipped.append(SkippedRow(entry.path, text.reason, text.detail))
                     continue
