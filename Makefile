@@ -51,8 +51,11 @@ clean:
 .PHONY: node
 NODE_STAMP := node_modules/.ci-installed
 
+# `npm install` (it keeps to package-lock.json and leaves it unchanged) rather than `npm ci`: the registry here
+# has only this platform's opencode-* binary package, so the lock cannot list the others and npm 11's
+# `npm ci` refuses a lock without them ("Missing: opencode-darwin-arm64@ from lock file").
 $(NODE_STAMP): package.json package-lock.json
-	npm ci --no-audit --no-fund
+	npm install --no-audit --no-fund
 	touch $(NODE_STAMP)
 
 node: install $(NODE_STAMP)
