@@ -313,6 +313,8 @@ export class SidecarClient {
         );
       }
       session.info = info;
+      // Published only once initialized, so concurrent callers wait on `starting` instead.
+      this.session = session;
       return session;
     } catch (error) {
       this.retire(session, new SidecarError("protocol", "the sidecar failed to initialize"));
@@ -374,7 +376,6 @@ export class SidecarClient {
       let spawned = false;
       child.once("spawn", () => {
         spawned = true;
-        this.session = session;
         resolve(session);
       });
       child.once("error", (error) => {

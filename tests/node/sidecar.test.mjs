@@ -176,3 +176,13 @@ test("dispose kills a sidecar that ignores shutdown", async (t) => {
 test("backoff doubles from the base and stops at the cap", () => {
   assert.deepEqual([0, 1, 2, 3, 4, 5, 40].map((n) => backoffDelay(n, 100, 1000)), [0, 100, 200, 400, 800, 1000, 1000]);
 });
+
+test("concurrent first calls share one start and all wait for initialize", async (t) => {
+  t.dir = tempDir(t);
+  const log = `${t.dir}/log.jsonl`;
+  const c = client(t, fakePython(t.dir, "normal", log));
+  const results = await Promise.all([1, 2, 3].map((n) => c.call("search", { query: `q${n}` })));
+  assert.deepEqual(results.map((r) => r.text.split(" pid")[0]), ["results for q1", "results for q2", "results for q3"]);
+  assert.equal(c.starts, 1);
+  assert.equal(received(log)[0].method, "initialize", "nothing is sent before initialize");
+});
