@@ -31,7 +31,7 @@ def peak_rss_mib() -> dict[str, float]:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def make_queries(engine: Engine, count: int, seed: int = 7) -> list[tuple[str, str]]:

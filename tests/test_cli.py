@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 
-def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "codebase_index.cli", *args],
@@ -44,10 +46,22 @@ def test_search_builds_the_index_and_prints_json(project: Path) -> None:
     assert payload["strategy"] == "keyword" and payload["top_k"] == 3
     first = payload["results"][0]
     assert set(first) == {
-        "id", "score", "path", "start_line", "end_line", "kind", "symbol", "language", "chunk", "preview"
+        "id",
+        "score",
+        "path",
+        "start_line",
+        "end_line",
+        "kind",
+        "symbol",
+        "language",
+        "chunk",
+        "preview",
     }
     assert (first["path"], first["symbol"], first["kind"], first["language"]) == (
-        "auth.py", "check_credentials", "function", "python"
+        "auth.py",
+        "check_credentials",
+        "function",
+        "python",
     )
     assert (first["start_line"], first["end_line"]) == (1, 3)
     assert first["preview"].startswith("def check_credentials")

@@ -104,7 +104,7 @@ def test_skipped_files_are_counted_by_reason(engine: Engine) -> None:
     skipped = {row.path: row.reason for row in engine.skipped_files()}
     assert skipped["data.json"] == "binary"
     assert not any(p.startswith("node_modules/") and p != "node_modules" for p in skipped)
-    assert all(".env" != p for p in engine.store.file_rows("main"))
+    assert all(p != ".env" for p in engine.store.file_rows("main"))
 
 
 def test_filters(engine: Engine) -> None:

@@ -74,7 +74,9 @@ class KeywordSnapshot:
         mask = np.ones(len(self.docs), dtype=bool)
         if filters.file_type:
             ext = "." + filters.file_type.lstrip(".").lower()
-            mask &= np.fromiter((p.lower().endswith(ext) for p in self.paths), dtype=bool, count=len(self.docs))
+            mask &= np.fromiter(
+                (p.lower().endswith(ext) for p in self.paths), dtype=bool, count=len(self.docs)
+            )
         if filters.directory:
             prefix = normalize_directory(filters.directory)
             if prefix:
@@ -91,7 +93,7 @@ class KeywordSnapshot:
         if not query_term_ids or not self.docs:
             return []
         docs, scores = self.postings.top_k(list(query_term_ids), k, candidate_mask=mask)
-        return [Hit(int(d), float(s)) for d, s in zip(docs, scores)]
+        return [Hit(int(d), float(s)) for d, s in zip(docs, scores, strict=True)]
 
 
 def normalize_directory(directory: str) -> str:

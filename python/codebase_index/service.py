@@ -64,7 +64,10 @@ class SearchResponse(msgspec.Struct):
 
 
 def content_key(language: str, text: str) -> str:
-    """Identity of a file's content as the chunker sees it (the same text in another language chunks differently)."""
+    """Identity of a file's content as the chunker sees it.
+
+    The language is part of it: the same text under another extension chunks differently.
+    """
     return hashlib.blake2b(f"{language}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
@@ -124,7 +127,9 @@ class Engine:
             self._store = None
 
     def has_index(self) -> bool:
-        return (self.index_dir / "codebase.db").exists() and self.store.get_meta("last_indexed_at") is not None
+        return (self.index_dir / "codebase.db").exists() and self.store.get_meta(
+            "last_indexed_at"
+        ) is not None
 
     def branch(self) -> str:
         return current_branch(self.root)
@@ -244,7 +249,7 @@ class Engine:
         total = len(work)
         report("chunk", 0, total)
         if total < PARALLEL_THRESHOLD or self.workers <= 1:
-            for i, (key, item) in enumerate(zip(keys, work)):
+            for i, (key, item) in enumerate(zip(keys, work, strict=True)):
                 out[key] = chunk_and_tokenize(*item)
                 if (i + 1) % 50 == 0 or i + 1 == total:
                     report("chunk", i + 1, total)
@@ -257,7 +262,7 @@ class Engine:
         with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
             futures = [(batch_keys, pool.submit(_chunk_many, batch)) for batch_keys, batch in batches]
             for batch_keys, future in futures:
-                for key, records in zip(batch_keys, future.result()):
+                for key, records in zip(batch_keys, future.result(), strict=True):
                     out[key] = records
                 done += len(batch_keys)
                 report("chunk", done, total)
@@ -297,7 +302,7 @@ class Engine:
         docs = [snap.docs[doc] for doc, _ in hits]
         texts = self._chunk_texts([d.chunk_id for d in docs])
         results = []
-        for doc, (_, score) in zip(docs, hits):
+        for doc, (_, score) in zip(docs, hits, strict=True):
             text = texts.get(doc.chunk_id, "")
             results.append(
                 SearchResult(
@@ -368,7 +373,7 @@ def _batches_by_size(
     batch: list[tuple[str, str, str]] = []
     batch_keys: list[str] = []
     size = 0
-    for key, item in zip(keys, work):
+    for key, item in zip(keys, work, strict=True):
         batch.append(item)
         batch_keys.append(key)
         size += len(item[1])

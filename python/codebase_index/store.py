@@ -72,8 +72,7 @@ class SkippedRow(msgspec.Struct, frozen=True):
 
 def _v1(conn: sqlite3.Connection) -> None:
     # Statement by statement: executescript() would COMMIT the migration's open transaction first.
-    script = (
-        """
+    script = """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE files (
             id INTEGER PRIMARY KEY,
@@ -118,7 +117,6 @@ def _v1(conn: sqlite3.Connection) -> None:
             PRIMARY KEY (branch, path)
         );
         """
-    )
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
@@ -171,9 +169,7 @@ class Store:
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int:
-        has_meta = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
+        has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if not has_meta:
             return 0
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -250,7 +246,9 @@ class Store:
         for start in range(0, len(key_list), 500):
             part = key_list[start : start + 500]
             marks = ",".join("?" * len(part))
-            found.update(r[0] for r in self.conn.execute(f"SELECT key FROM contents WHERE key IN ({marks})", part))
+            found.update(
+                r[0] for r in self.conn.execute(f"SELECT key FROM contents WHERE key IN ({marks})", part)
+            )
         return found
 
     def upsert_file(self, branch: str, row: FileRow) -> None:
@@ -269,7 +267,13 @@ class Store:
     # -- contents and chunks ------------------------------------------------------------------------
 
     def add_content(
-        self, key: str, language: str, chunks: Sequence[ChunkRecord], vocab: Vocabulary, *, replace: bool = False
+        self,
+        key: str,
+        language: str,
+        chunks: Sequence[ChunkRecord],
+        vocab: Vocabulary,
+        *,
+        replace: bool = False,
     ) -> None:
         """Store the chunks of one file content; a no-op if the key is stored, unless `replace`."""
         if self.conn.execute("SELECT 1 FROM contents WHERE key=?", (key,)).fetchone():
@@ -353,7 +357,9 @@ class Store:
         if not terms:
             return {}
         marks = ",".join("?" * len(terms))
-        return {t: i for i, t in self.conn.execute(f"SELECT id, term FROM terms WHERE term IN ({marks})", terms)}
+        return {
+            t: i for i, t in self.conn.execute(f"SELECT id, term FROM terms WHERE term IN ({marks})", terms)
+        }
 
     def vocabulary(self) -> Vocabulary:
         return Vocabulary(self)

@@ -1,0 +1,125 @@
+"""Throughput of the embedded MiniLM embedder on real code, and single-query latency.
+
+Chunks are ~128-token windows of CPython stdlib sources (whatever interpreter runs this), so the
+figures are comparable across machines of one kind. Run:
+
+    .venv/bin/python bench/bench_embeddings.py [--chunks 300] [--repeat 2]
+
+It also times the pool with OpenBLAS left at its own thread count (`blas=default`) to show why the
+embedder pins BLAS to one thread per worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sysconfig
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from codebase_index.embeddings import minilm
+from codebase_index.embeddings.blas_threads import openblas_control
+from codebase_index.embeddings.minilm import MiniLMEmbedder
+
+
+def stdlib_chunks(embedder: MiniLMEmbedder, count: int, target_tokens: int = 128) -> list[str]:
+    """Consecutive lines of stdlib modules, grouped until they reach about `target_tokens` tokens."""
+    tokenizer = minilm._load_tokenizer(embedder.model_dir / "tokenizer.json", 100_000)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    chunks: list[str] = []
+    for path in sorted(stdlib.glob("*.py")):
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        current: list[str] = []
+        tokens = 0
+        for line in lines:
+            if not line.strip():
+                continue
+            current.append(line)
+            tokens += len(tokenizer.encode(line, add_special_tokens=False).ids)
+            if tokens >= target_tokens - 2:
+                chunks.append("\n".join(current))
+                current, tokens = [], 0
+                if len(chunks) >= count:
+                    return chunks
+    return chunks
+
+
+@contextlib.contextmanager
+def blas_untouched() -> Iterator[None]:
+    """Swap the one-BLAS-thread guard out, to measure what it buys."""
+    saved = minilm.single_blas_thread
+    minilm.single_blas_thread = contextlib.nullcontext  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        minilm.single_blas_thread = saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--chunks", type=int, default=300)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds over all configurations")
+    args = parser.parse_args()
+
+    base = MiniLMEmbedder()
+    t0 = time.perf_counter()
+    base.embed_query("warm up")
+    print(f"first use (load weights + tokenizer): {time.perf_counter() - t0:.2f} s")
+    chunks = stdlib_chunks(base, args.chunks)
+    lengths = [len(ids) for ids in base._encode(base._loaded(), chunks)]
+    print(
+        f"{len(chunks)} stdlib chunks, tokens mean {statistics.mean(lengths):.0f} "
+        f"min {min(lengths)} max {max(lengths)}"
+    )
+    control = openblas_control()
+    print(
+        f"OpenBLAS control: {'found' if control else 'none'}; "
+        f"default threads {control.get() if control else '?'}"
+    )
+
+    configs = [(t, b, "1/worker") for t in (1, 2) for b in (8, 16, 32)]
+    configs += [(1, 16, "default"), (2, 16, "default")]
+    embedders = {}
+    for threads, batch, blas in configs:
+        embedder = MiniLMEmbedder(threads=threads, batch_size=batch)
+        embedder._model = base._loaded()  # share the loaded weights: measure compute only
+        embedders[threads, batch, blas] = embedder
+    # Rounds interleave the configurations so a burst of load from other processes hits them all alike.
+    times: dict[tuple[int, int, str], list[float]] = {c: [] for c in configs}
+    for _ in range(args.repeat):
+        for config in configs:
+            with blas_untouched() if config[2] == "default" else contextlib.nullcontext():
+                t0 = time.perf_counter()
+                embedders[config].embed_documents(chunks)
+                times[config].append(time.perf_counter() - t0)
+    for (threads, batch, blas), runs in times.items():
+        best, median = min(runs), statistics.median(runs)
+        print(
+            f"threads={threads} batch={batch:>2} blas={blas:<8} best {len(chunks) / best:5.1f} chunks/s "
+            f"({sum(lengths) / best:5.0f} tokens/s), median {len(chunks) / median:5.1f} chunks/s"
+        )
+
+    queries = [
+        "where is the gitignore parsed",
+        "open a sqlite connection with WAL mode",
+        "function that splits camelCase identifiers into words",
+        "retry an HTTP request with exponential backoff",
+    ]
+    latencies = []
+    for i in range(60):
+        t0 = time.perf_counter()
+        base.embed_query(queries[i % len(queries)])
+        latencies.append((time.perf_counter() - t0) * 1000)
+    latencies.sort()
+    print(
+        f"embed_query: p50 {statistics.median(latencies):.1f} ms, "
+        f"p90 {latencies[int(0.9 * len(latencies))]:.1f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
