@@ -326,11 +326,12 @@ class MiniLMEmbedder:
     def _encode(self, model: _Model, texts: Sequence[str]) -> list[list[int]]:
         cap = model.max_length * _CHARS_PER_TOKEN_CAP
         clipped = [t if len(t) <= cap else t[:cap] for t in texts]
+        # One text at a time: as fast here as encode_batch, and it never starts the tokenizer's own thread
+        # pool, which makes a later fork (e.g. parsing in worker processes) warn and disable it.
         try:
-            encodings = model.tokenizer.encode_batch(clipped)
+            return [model.tokenizer.encode(text).ids for text in clipped]
         except Exception as exc:
             raise EmbeddingError(f"tokenizer failed: {exc}") from exc
-        return [enc.ids for enc in encodings]
 
     def _embed_ids(self, model: _Model, token_ids: list[list[int]]) -> np.ndarray:
         """Vectors for already-tokenised texts of any lengths, in their order."""
