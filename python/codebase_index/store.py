@@ -188,19 +188,30 @@ class Store:
     # -- locking and transactions -------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def write_lock(self, *, wait: bool = True) -> Iterator[None]:
-        """Exclusive writer lock (a flock on a side file, released by the OS if the process dies)."""
+    def write_lock(self, *, timeout: float | None = None) -> Iterator[None]:
+        """Exclusive writer lock (a flock on a side file, released by the OS if the process dies).
+
+        `timeout=None` waits as long as it takes; otherwise IndexLockedError after `timeout` seconds.
+        """
         lock_path = self.index_dir / LOCK_NAME
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except OSError as exc:
-                if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                    raise IndexLockedError(
-                        f"another process is indexing {self.index_dir}; try again when it finishes"
-                    ) from exc
-                raise
+            if timeout is None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            else:
+                deadline = time.monotonic() + timeout
+                while True:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except OSError as exc:
+                        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                            raise
+                        if time.monotonic() >= deadline:
+                            raise IndexLockedError(
+                                f"another process is indexing {self.index_dir}; try again when it finishes"
+                            ) from exc
+                        time.sleep(0.05)
             yield
         finally:
             os.close(fd)

@@ -574,7 +574,7 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
     if rt.index_lock.acquire(blocking=False):
         try:
             store = rt.writer().store
-            with store.write_lock(wait=False), store.transaction():
+            with store.write_lock(timeout=0), store.transaction():
                 purged = store.purge_unreferenced_contents()
         except IndexLockedError:
             note = "purge skipped: another process is indexing"
