@@ -61,8 +61,21 @@ class KeywordSnapshot:
         lengths = np.array([d.n_tokens for d in self.docs], dtype=np.float32)
         vocab_size = int(max((int(a.max()) for a in term_ids if a.size), default=0)) + 1
         self.postings = PostingsIndex.from_documents(term_ids, term_tfs, lengths, vocab_size, k1=k1, b=b)
-        self.paths = np.array([d.path for d in self.docs], dtype=object)
-        self.kinds = np.array([d.kind for d in self.docs], dtype=object)
+        # Filters test each distinct file once, then spread the answer to its chunks through doc_file.
+        file_ids: dict[str, int] = {}
+        self.doc_file = np.fromiter(
+            (file_ids.setdefault(d.path, len(file_ids)) for d in self.docs),
+            dtype=np.int32,
+            count=len(self.docs),
+        )
+        self.file_paths: list[str] = list(file_ids)
+        kind_ids: dict[str, int] = {}
+        self.doc_kind = np.fromiter(
+            (kind_ids.setdefault(d.kind, len(kind_ids)) for d in self.docs),
+            dtype=np.int16,
+            count=len(self.docs),
+        )
+        self.kind_ids = kind_ids
 
     def __len__(self) -> int:
         return len(self.docs)
@@ -71,20 +84,22 @@ class KeywordSnapshot:
         """Boolean mask of documents passing the filters, or None when nothing is filtered."""
         if filters.is_empty():
             return None
-        mask = np.ones(len(self.docs), dtype=bool)
+        file_mask = np.ones(len(self.file_paths), dtype=bool)
         if filters.file_type:
             ext = "." + filters.file_type.lstrip(".").lower()
-            mask &= np.fromiter(
-                (p.lower().endswith(ext) for p in self.paths), dtype=bool, count=len(self.docs)
+            file_mask &= np.fromiter(
+                (p.lower().endswith(ext) for p in self.file_paths), dtype=bool, count=len(self.file_paths)
             )
         if filters.directory:
             prefix = normalize_directory(filters.directory)
             if prefix:
-                mask &= np.fromiter(
-                    (p.startswith(prefix) for p in self.paths), dtype=bool, count=len(self.docs)
+                file_mask &= np.fromiter(
+                    (p.startswith(prefix) for p in self.file_paths), dtype=bool, count=len(self.file_paths)
                 )
+        mask = file_mask[self.doc_file]
         if filters.kind:
-            mask &= self.kinds == filters.kind
+            kind = self.kind_ids.get(filters.kind)
+            mask &= self.doc_kind == kind if kind is not None else False
         return mask
 
     def keyword_hits(
