@@ -342,3 +342,22 @@ def test_svelte_and_astro_scripts_are_chunked_as_code() -> None:
 )
 def test_language_for_path(path: str, language: str | None) -> None:
     assert language_for_path(path) == language
+
+
+def test_section_banner_comment_inside_a_class_joins_the_next_method() -> None:
+    source = (
+        "class Store:\n"
+        "    def open(self):\n"
+        "        return 1\n"
+        "\n"
+        "    # -- locking ---------------------------------\n"
+        "\n"
+        "    def lock(self):\n"
+        "        return 2\n"
+    )
+    spans = [(c.start_line, c.end_line, c.kind, c.symbol) for c in chunk_text("s.py", source, "python")]
+    assert spans == [
+        (1, 1, "class", "Store"),
+        (2, 3, "method", "Store.open"),
+        (5, 8, "method", "Store.lock"),
+    ]

@@ -55,6 +55,10 @@ _CLOSER_LINE = re.compile(
 _OPENER_LINE = re.compile(
     r"^\s*(?:#\s*(?:if|ifdef|ifndef|elif|else)\b.*|(?:if|elif|else|try|finally|except)\b[^:]*:\s*(?:#.*)?)$"
 )
+# A short run of comment-only lines between definitions (a section banner like `# -- locking --`) is a
+# heading for what follows: it joins the next definition instead of becoming a one-line noise chunk.
+_COMMENT_LINE = re.compile(r"^\s*(?:#(?!\s*(?:include|define|if|endif|else|elif|pragma)\b)|//|/\*|\*|--|;)")
+_MAX_BANNER_LINES = 3
 _MAX_SYMBOL_CHARS = 120
 _MAX_DEPTH = 12
 
@@ -364,6 +368,13 @@ def _emit_gap(
         end -= 1
     if start > end:
         return
+    content = [line for line in lines[start : end + 1] if line.strip()]
+    if len(content) <= _MAX_BANNER_LINES and all(_COMMENT_LINE.match(line) for line in content):
+        k = bisect_left(starts, start)
+        after = pieces[k] if k < len(pieces) else None
+        if after is not None and who >= 0 and walker.containers[who][1] >= after.start:
+            after.start = min(after.start, start)
+            return
     opener = False
     for i in range(start, end + 1):
         line = lines[i]
