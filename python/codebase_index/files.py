@@ -465,8 +465,11 @@ class FileRules:
             return SkippedFile(rel, "too-large", f"{st.st_size} bytes > {self.max_file_size}")
         return None
 
-    def walk(self) -> DiscoveryResult:
-        """Discover every indexable file under the root; see the module docstring for the rules."""
+    def walk(self, visited_dirs: list[str] | None = None) -> DiscoveryResult:
+        """Discover every indexable file under the root; see the module docstring for the rules.
+
+        `visited_dirs`, when given, receives every folder listed (relative, "" for the root): the
+        indexer's stat-only re-scan checks their mtimes to know no entry was added or removed."""
         if not os.path.isdir(self.root):
             raise NotADirectoryError(f"not a directory: {self.root}")
         files: list[DiscoveredFile] = []
@@ -487,6 +490,8 @@ class FileRules:
             except OSError as exc:
                 skipped.append(SkippedFile(rel_dir or ".", "unreadable", f"directory: {exc.strerror}"))
                 continue
+            if visited_dirs is not None:
+                visited_dirs.append(rel_dir)
             names = frozenset(e.name for e in entries)
             chain = ignore._chain_for(parent_chain, rel_dir, names)
             has_rules = bool(chain) or exclude is not None

@@ -2,13 +2,19 @@
 
 The index keys file membership by this name, so it must be right for plain checkouts, linked worktrees
 (`.git` is a file pointing at the real git dir) and detached HEADs (keyed by commit).
+
+A linked worktree has two git folders: its own (`<common>/worktrees/<name>`, holding HEAD) and the
+common one (holding refs and packed-refs, named by the `commondir` file). Branch listing and the
+watcher need both.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 NO_GIT_BRANCH = "default"
+DETACHED_PREFIX = "detached:"
 
 
 def git_dir(root: Path) -> Path | None:
@@ -29,6 +35,20 @@ def git_dir(root: Path) -> Path | None:
     return None
 
 
+def common_dir(gdir: Path) -> Path:
+    """The folder holding refs for the git dir `gdir` (itself, or what a worktree's `commondir` says)."""
+    try:
+        raw = (gdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return gdir
+    if not raw:
+        return gdir
+    target = Path(raw)
+    if not target.is_absolute():
+        target = (gdir / target).resolve()
+    return target if target.is_dir() else gdir
+
+
 def current_branch(root: Path) -> str:
     """`main`, `feature/x`, `detached:<sha>` for a detached HEAD, or `default` outside git."""
     gdir = git_dir(root)
@@ -42,5 +62,104 @@ def current_branch(root: Path) -> str:
         ref = head[len("ref:") :].strip()
         return ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
     if head:
-        return f"detached:{head}"
+        return f"{DETACHED_PREFIX}{head}"
     return NO_GIT_BRANCH
+
+
+def local_branches(root: Path) -> set[str] | None:
+    """Names of every local branch (loose refs under refs/heads plus packed-refs), or None outside git.
+
+    Used to garbage-collect the catalog of branches whose ref was deleted.
+    """
+    gdir = git_dir(root)
+    if gdir is None:
+        return None
+    common = common_dir(gdir)
+    names: set[str] = set()
+    heads = common / "refs" / "heads"
+    for dirpath, _dirnames, filenames in os.walk(heads):
+        rel_dir = os.path.relpath(dirpath, heads)
+        for name in filenames:
+            names.add(name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/"))
+    try:
+        packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        packed = ""
+    for line in packed.splitlines():
+        parts = line.split(" ", 1)
+        if len(parts) == 2 and parts[1].startswith("refs/heads/"):
+            names.add(parts[1][len("refs/heads/") :].strip())
+    return names
+
+
+def worktree_heads(root: Path) -> set[str]:
+    """What every worktree sharing this repository has checked out (branch names or `detached:<sha>`).
+
+    A branch checked out in another worktree is live even when this checkout is elsewhere.
+    """
+    gdir = git_dir(root)
+    if gdir is None:
+        return set()
+    common = common_dir(gdir)
+    head_files = [common / "HEAD"]
+    try:
+        with os.scandir(common / "worktrees") as it:
+            head_files.extend(Path(e.path) / "HEAD" for e in it if e.is_dir())
+    except OSError:
+        pass  # no linked worktrees
+    out: set[str] = set()
+    for head_file in head_files:
+        try:
+            head = head_file.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if head.startswith("ref:"):
+            ref = head[len("ref:") :].strip()
+            out.add(ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref)
+        elif head:
+            out.add(f"{DETACHED_PREFIX}{head}")
+    return out
+
+
+def watch_targets(root: Path) -> tuple[Path, ...]:
+    """Folders whose changes can mean a branch switch: this checkout's git dir (HEAD) and the common
+    dir's refs (a branch created, deleted or moved). Empty outside git."""
+    gdir = git_dir(root)
+    if gdir is None:
+        return ()
+    common = common_dir(gdir)
+    targets = [gdir]
+    if common != gdir:
+        targets.append(common)
+    return tuple(targets)
+
+
+PROJECT_MARKERS: tuple[str, ...] = (
+    ".git",
+    "package.json",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "go.mod",
+    "Cargo.toml",
+    "pom.xml",
+    "build.gradle",
+    "build.gradle.kts",
+    "Gemfile",
+    "composer.json",
+    "deno.json",
+    "mix.exs",
+    "Makefile",
+    "CMakeLists.txt",
+    ".opencode",
+    ".hg",
+    ".svn",
+)
+
+
+def project_marker(root: Path) -> str | None:
+    """The first project marker found directly in `root`, or None (e.g. a home directory)."""
+    for name in PROJECT_MARKERS:
+        if (root / name).exists():
+            return name
+    return None

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import os
+import stat
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from . import files as discovery
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
+from .models import DiscoveredFile, SkippedFile
 from .store import ChunkRecord, FileRow, SkippedRow, Store
 
 ProgressFn = Callable[[str, int, int], None]
@@ -73,14 +76,166 @@ class _Pending(msgspec.Struct):
     text: str | None  # None: content already stored, only the file row changes
 
 
+Stat = tuple[int, int, int]  # size, mtime_ns, inode
+
+# A folder whose mtime is this close to the scan that recorded it may change again within the same
+# timestamp tick without its mtime moving; such a scan is not trusted for the stat-only shortcut.
+RACY_NS = 2_000_000_000
+
+
+class _ScanCache(msgspec.Struct):
+    """What the last full walk saw, so an unchanged tree is re-checked with one stat per file.
+
+    Correctness rests on folder mtimes: creating, deleting or renaming an entry changes its folder's
+    mtime, so if no listed folder changed, the set of entries is the same and only file stats can
+    differ. Ignore files (and .git/info/exclude) are stat-checked too because editing one changes no
+    folder. Anything unexpected sends the caller back to the full walk.
+    """
+
+    rules_key: tuple[object, ...]
+    dirs: list[tuple[str, int, int]]  # abs path, mtime_ns, inode
+    guards: list[tuple[str, Stat | None]]  # abs path of an ignore file, its stat (None: absent)
+    files: list[DiscoveredFile]
+    skipped: list[SkippedFile]
+    rechecks: list[tuple[str, Stat | None]]  # stat-dependent skips (too-large, unreadable)
+
+
+def _lstat(path: str) -> Stat | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
+
+
 class Indexer:
-    """Brings one branch's rows in the store up to date with the files under `root`."""
+    """Brings one catalog (a branch, or a knowledge base) in the store up to date with the files under
+    `root`. Keep one instance per root: it remembers the last walk and skip decisions so that a re-index
+    with nothing changed costs one stat per file and no writes."""
 
     def __init__(self, root: Path, config: Config, store: Store, *, workers: int) -> None:
         self.root = root
         self.config = config
         self.store = store
         self.workers = workers
+        self._scan: _ScanCache | None = None
+        # path -> (stat, skip): files that discovery passes but reading rejects (binary, no chunker).
+        self._read_skips: dict[str, tuple[Stat, SkippedRow]] = {}
+        # (branch, generation) -> what the store holds, valid while nobody writes.
+        self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
+        self._stored_cache: tuple[str, int, frozenset[SkippedRow], dict[str, int]] | None = None
+        self._rules: discovery.FileRules | None = None
+
+    # -- discovery --------------------------------------------------------------------------------------
+
+    def _rules_key(self) -> tuple[object, ...]:
+        cfg = self.config
+        return (cfg.include, cfg.additional_include, cfg.exclude, cfg.indexing.max_file_size)
+
+    def _new_rules(self) -> discovery.FileRules:
+        cfg = self.config
+        return discovery.FileRules(
+            self.root,
+            include=cfg.include or None,
+            additional_include=cfg.additional_include,
+            exclude=cfg.exclude,
+            max_file_size=cfg.indexing.max_file_size,
+        )
+
+    def discover(self) -> discovery.DiscoveryResult:
+        """The files to index: a stat-only re-check of the last walk when that is provably enough."""
+        cached = self._rescan()
+        if cached is not None:
+            return cached
+        rules = self._new_rules()
+        self._rules = rules
+        visited: list[str] = []
+        scan_started = time.time_ns()
+        found = rules.walk(visited)
+        self._scan = self._record(rules, visited, found, scan_started)
+        return found
+
+    def _record(
+        self, rules: discovery.FileRules, visited: list[str], found: discovery.DiscoveryResult, started: int
+    ) -> _ScanCache | None:
+        dirs: list[tuple[str, int, int]] = []
+        guards: list[tuple[str, Stat | None]] = []
+        root = rules.root
+        for rel in visited:
+            abs_dir = os.path.join(root, rel) if rel else root
+            try:
+                st = os.lstat(abs_dir)
+            except OSError:
+                return None
+            if st.st_mtime_ns >= started - RACY_NS:
+                return None  # changed too recently to trust its mtime next time
+            dirs.append((abs_dir, st.st_mtime_ns, st.st_ino))
+            for name in discovery.IGNORE_FILE_NAMES:
+                guard = os.path.join(abs_dir, name)
+                guards.append((guard, _lstat(guard)))
+        for exclude_file in discovery._git_exclude_files(root):
+            guards.append((exclude_file, _lstat(exclude_file)))
+        rechecks = [
+            (s.path, _lstat(os.path.join(root, s.path)))
+            for s in found.skipped
+            if s.reason in ("too-large", "unreadable")
+        ]
+        return _ScanCache(self._rules_key(), dirs, guards, list(found.files), list(found.skipped), rechecks)
+
+    def _rescan(self) -> discovery.DiscoveryResult | None:
+        scan = self._scan
+        if scan is None or scan.rules_key != self._rules_key():
+            return None
+        lstat = os.lstat
+        for abs_dir, mtime_ns, inode in scan.dirs:
+            try:
+                st = lstat(abs_dir)
+            except OSError:
+                return None
+            if st.st_mtime_ns != mtime_ns or st.st_ino != inode:
+                return None
+        for path, old in scan.guards:
+            if _lstat(path) != old:
+                return None
+        for rel, old in scan.rechecks:
+            if _lstat(os.path.join(self.root, rel)) != old:
+                return None
+        max_size = self.config.indexing.max_file_size
+        files: list[DiscoveredFile] = []
+        append = files.append
+        is_reg = stat.S_ISREG
+        for entry in scan.files:
+            try:
+                st = lstat(entry.abs_path)
+            except OSError:
+                return None
+            if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns and st.st_ino == entry.inode:
+                append(entry)
+            elif st.st_size > max_size or not is_reg(st.st_mode):
+                return None  # now a skip: let the walk say why
+            else:
+                append(DiscoveredFile(entry.path, entry.abs_path, st.st_size, st.st_mtime_ns, st.st_ino))
+        scan.files = files
+        return discovery.DiscoveryResult(files=files, skipped=scan.skipped)
+
+    def _stored_rows(self, branch: str, generation: int) -> dict[str, tuple[int, int, int, str, str]]:
+        cached = self._rows_cache
+        if cached is not None and cached[0] == branch and cached[1] == generation:
+            return cached[2]
+        rows = self.store.file_stats(branch)
+        self._rows_cache = (branch, generation, rows)
+        return rows
+
+    def _stored_state(self, branch: str, generation: int) -> tuple[frozenset[SkippedRow], dict[str, int]]:
+        cached = self._stored_cache
+        if cached is not None and cached[0] == branch and cached[1] == generation:
+            return cached[2], cached[3]
+        skipped = frozenset(self.store.skipped(branch))
+        counts = self.store.counts(branch)
+        self._stored_cache = (branch, generation, skipped, counts)
+        return skipped, counts
+
+    # -- full runs --------------------------------------------------------------------------------------
 
     def run(self, branch: str, *, force: bool = False, progress: ProgressFn | None = None) -> IndexReport:
         started = time.perf_counter()
@@ -88,67 +243,216 @@ class Indexer:
         report = progress or (lambda phase, done, total: None)
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
-            found = discovery.discover(
-                self.root,
-                include=self.config.include or None,
-                additional_include=self.config.additional_include,
-                exclude=self.config.exclude,
-                max_file_size=self.config.indexing.max_file_size,
-            )
-            existing = store.file_rows(branch)
+            if force:
+                self._scan = None
+                self._read_skips.clear()
+            found = self.discover()
+            generation = store.generation()
+            existing = self._stored_rows(branch, generation)
             skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
 
             pending: list[_Pending] = []
             unchanged = 0
-            discovered_paths = set()
+            read_skips = self._read_skips
             for entry in found.files:
-                discovered_paths.add(entry.path)
                 old = existing.get(entry.path)
-                if (
-                    not force
-                    and old is not None
-                    and (old.size, old.mtime_ns, old.inode) == (entry.size, entry.mtime_ns, entry.inode)
-                ):
+                stat_now = (entry.size, entry.mtime_ns, entry.inode)
+                if not force and old is not None and old[:3] == stat_now:
                     unchanged += 1
                     continue
-                language = language_for_path(entry.path)
-                if language is None:
-                    skipped.append(SkippedRow(entry.path, "unsupported", "no chunker for this file type"))
+                known_skip = read_skips.get(entry.path)
+                if known_skip is not None and known_skip[0] == stat_now and not force:
+                    skipped.append(known_skip[1])
                     continue
-                text = discovery.read_text(entry.abs_path, entry.path)
-                if not isinstance(text, str):
-                    skipped.append(SkippedRow(entry.path, text.reason, text.detail))
-                    continue
-                key = content_key(language, text)
-                row = FileRow(entry.path, entry.size, entry.mtime_ns, entry.inode, key, language)
-                if old is not None and old.content_key == key and not force:
-                    pending.append(_Pending(row, None))  # touched but not changed
-                else:
-                    pending.append(_Pending(row, text))
-            removed = sorted(set(existing) - discovered_paths)
+                item = self._prepare(entry, old, force)
+                if isinstance(item, SkippedRow):
+                    read_skips[entry.path] = (stat_now, item)
+                    skipped.append(item)
+                elif item is not None:
+                    pending.append(item)
+            removed = (
+                sorted(set(existing) - {f.path for f in found.files}) if len(existing) > unchanged else []
+            )
 
-            known = store.known_contents({p.row.content_key for p in pending if p.text is not None})
-            if force:
-                known = set()
-            to_chunk: dict[str, _Pending] = {}
-            for item in pending:
-                if item.text is not None and item.row.content_key not in known:
-                    to_chunk.setdefault(item.row.content_key, item)
+            stored_skipped, counts = self._stored_state(branch, generation)
+            if (
+                not pending
+                and not removed
+                and not force
+                and frozenset(skipped) == stored_skipped
+                and store.has_catalog(branch)
+            ):
+                return self._report(branch, counts, 0, unchanged, 0, 0, skipped, started)
 
-            chunks_added = self._write(store, branch, pending, to_chunk, removed, skipped, force, report)
+            to_chunk = self._to_chunk(pending, force)
+
+            def finish() -> None:
+                store.delete_files(branch, removed)
+                store.purge_unreferenced_contents()
+                store.replace_skipped(branch, skipped)
+                store.mark_catalog(branch)
+                store.bump_generation()
+
+            chunks_added = self._write(store, branch, pending, to_chunk, finish, force, report)
             counts = store.counts(branch)
-        skipped_counts = dict(Counter(s.reason for s in skipped))
+        files_changed = sum(1 for p in pending if p.text is not None)
+        return self._report(
+            branch,
+            counts,
+            files_changed,
+            unchanged + len(pending) - files_changed,
+            len(removed),
+            chunks_added,
+            skipped,
+            started,
+        )
+
+    def _prepare(
+        self, entry: DiscoveredFile, old: tuple[int, int, int, str, str] | None, force: bool
+    ) -> _Pending | SkippedRow | None:
+        """Read one changed file: the row to write, or why it is skipped."""
+        language = language_for_path(entry.path)
+        if language is None:
+            return SkippedRow(entry.path, "unsupported", "no chunker for this file type")
+        text = discovery.read_text(entry.abs_path, entry.path)
+        if not isinstance(text, str):
+            return SkippedRow(entry.path, text.reason, text.detail)
+        key = content_key(language, text)
+        row = FileRow(entry.path, entry.size, entry.mtime_ns, entry.inode, key, language)
+        if old is not None and old[3] == key and not force:
+            return _Pending(row, None)  # touched but not changed
+        return _Pending(row, text)
+
+    def _to_chunk(self, pending: list[_Pending], force: bool) -> dict[str, _Pending]:
+        known = (
+            set()
+            if force
+            else self.store.known_contents({p.row.content_key for p in pending if p.text is not None})
+        )
+        to_chunk: dict[str, _Pending] = {}
+        for item in pending:
+            if item.text is not None and item.row.content_key not in known:
+                to_chunk.setdefault(item.row.content_key, item)
+        return to_chunk
+
+    @staticmethod
+    def _report(
+        branch: str,
+        counts: dict[str, int],
+        changed: int,
+        unchanged: int,
+        removed: int,
+        chunks_added: int,
+        skipped: list[SkippedRow],
+        started: float,
+    ) -> IndexReport:
         return IndexReport(
             branch=branch,
             files=counts["files"],
-            files_changed=sum(1 for p in pending if p.text is not None),
-            files_unchanged=unchanged + sum(1 for p in pending if p.text is None),
-            files_removed=len(removed),
+            files_changed=changed,
+            files_unchanged=unchanged,
+            files_removed=removed,
             chunks=counts["chunks"],
             chunks_added=chunks_added,
-            skipped=skipped_counts,
+            skipped=dict(Counter(s.reason for s in skipped)),
             seconds=round(time.perf_counter() - started, 3),
         )
+
+    # -- path-level runs (the watcher) --------------------------------------------------------------------
+
+    def run_paths(
+        self, branch: str, paths: Iterable[str], *, progress: ProgressFn | None = None
+    ) -> IndexReport:
+        """Re-index just `paths` (relative to the root; files or deleted folders) on `branch`.
+
+        Falls back to a full run when the branch has no complete catalog yet (a path-level update of a
+        new branch would leave it holding only those files) or an ignore file changed (it can change
+        what every other path means). Changed files are always read and hashed, never trusted by stat:
+        a save within the same timestamp tick as the last index keeps size and mtime.
+        """
+        started = time.perf_counter()
+        store = self.store
+        report = progress or (lambda phase, done, total: None)
+        wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
+        if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted):
+            self._rules = None
+            return self.run(branch, progress=progress)
+        with store.write_lock(timeout=LOCK_WAIT_S):
+            if not store.has_catalog(branch):
+                full = True
+            else:
+                full = False
+                rules = self._rules or self._new_rules()
+                self._rules = rules
+                pending: list[_Pending] = []
+                skipped: list[SkippedRow] = []
+                removed: list[str] = []
+                touched: set[str] = set()
+                before: dict[str, tuple[int, int, int, str, str]] = {}
+                for rel in wanted:
+                    olds = store.file_stats_under(branch, rel)
+                    before.update(olds)
+                    found = rules.check(rel)
+                    touched.add(rel)
+                    if found is None or isinstance(found, SkippedFile):
+                        removed.extend(olds)  # deleted file or folder, or now skipped
+                        touched.update(olds)
+                        if isinstance(found, SkippedFile):
+                            skipped.append(SkippedRow(found.path, found.reason, found.detail))
+                        continue
+                    item = self._prepare(found, olds.get(rel), force=False)
+                    if isinstance(item, SkippedRow):
+                        skipped.append(item)
+                        if rel in olds:
+                            removed.append(rel)
+                    elif item is not None:
+                        old = olds.get(rel)
+                        if (
+                            old is not None
+                            and item.text is None
+                            and old[:3]
+                            == (
+                                item.row.size,
+                                item.row.mtime_ns,
+                                item.row.inode,
+                            )
+                        ):
+                            continue  # nothing at all changed
+                        pending.append(item)
+                old_keys = {before[r][3] for r in removed}
+                old_keys |= {
+                    before[p.row.path][3]
+                    for p in pending
+                    if p.row.path in before and before[p.row.path][3] != p.row.content_key
+                }
+                to_chunk = self._to_chunk(pending, False)
+
+                def finish() -> None:
+                    store.delete_files(branch, removed)
+                    store.purge_contents_if_unreferenced(old_keys)
+                    store.update_skipped(branch, touched, skipped)
+                    store.bump_generation()
+
+                if pending or removed or skipped or touched:
+                    chunks_added = self._write(store, branch, pending, to_chunk, finish, False, report)
+                else:
+                    chunks_added = 0
+                counts = store.counts(branch)
+        if full:
+            return self.run(branch, progress=progress)
+        files_changed = sum(1 for p in pending if p.text is not None)
+        return self._report(
+            branch,
+            counts,
+            files_changed,
+            len(pending) - files_changed,
+            len(removed),
+            chunks_added,
+            skipped,
+            started,
+        )
+
+    # -- writing ------------------------------------------------------------------------------------------
 
     def _write(
         self,
@@ -156,13 +460,12 @@ class Indexer:
         branch: str,
         pending: list[_Pending],
         to_chunk: dict[str, _Pending],
-        removed: list[str],
-        skipped: list[SkippedRow],
+        finish: Callable[[], None],
         force: bool,
         report: ProgressFn,
     ) -> int:
-        vocab = store.vocabulary()
         chunked = self._chunk_all(list(to_chunk.values()), report)
+        vocab = store.vocabulary() if chunked else None
         chunks_added = 0
         total = len(pending)
         for start in range(0, max(total, 1), WRITE_BATCH_FILES):
@@ -170,7 +473,7 @@ class Indexer:
             with store.transaction():
                 for item in batch:
                     records = chunked.get(item.row.content_key)
-                    if records is not None:
+                    if records is not None and vocab is not None:
                         # Forced runs replace stored chunks content by content, inside each batch's
                         # transaction, so a killed run still leaves a usable index.
                         store.add_content(
@@ -181,10 +484,9 @@ class Indexer:
                     store.upsert_file(branch, item.row)
             report("write", min(start + len(batch), total), total)
         with store.transaction():
-            store.delete_files(branch, removed)
-            store.purge_unreferenced_contents()
-            store.replace_skipped(branch, skipped)
-            store.bump_generation()
+            finish()
+        self._rows_cache = None
+        self._stored_cache = None
         return chunks_added
 
     def _chunk_all(self, items: Sequence[_Pending], report: ProgressFn) -> dict[str, list[ChunkRecord]]:

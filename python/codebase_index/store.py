@@ -410,6 +410,75 @@ class Store:
                     total += entry.stat().st_size
         return total
 
+    # -- branch catalog, path-level updates, garbage collection (the "always fresh" work) ---------------
+
+    def file_stats(self, branch: str) -> dict[str, tuple[int, int, int, str, str]]:
+        """path -> (size, mtime_ns, inode, content_key, language): `file_rows` without a Struct per row,
+        for the no-change re-index where this is the largest cost after the stat calls."""
+        rows = self.conn.execute(
+            "SELECT path, size, mtime_ns, inode, content_key, language FROM files WHERE branch=?", (branch,)
+        )
+        return {r[0]: r[1:] for r in rows}
+
+    def file_stats_under(self, branch: str, rel: str) -> dict[str, tuple[int, int, int, str, str]]:
+        """`file_stats` of the file `rel` and of every file under the folder `rel` (a deleted folder)."""
+        prefix = rel + "/"
+        rows = self.conn.execute(
+            """SELECT path, size, mtime_ns, inode, content_key, language FROM files
+               WHERE branch=? AND (path=? OR substr(path, 1, ?)=?)""",
+            (branch, rel, len(prefix), prefix),
+        )
+        return {r[0]: r[1:] for r in rows}
+
+    def purge_contents_if_unreferenced(self, keys: Iterable[str]) -> int:
+        """`purge_unreferenced_contents` for just these keys: what a path-level update can orphan."""
+        gone = 0
+        for key in keys:
+            if self.conn.execute("SELECT 1 FROM files WHERE content_key=? LIMIT 1", (key,)).fetchone():
+                continue
+            self.conn.execute("DELETE FROM chunks WHERE content_key=?", (key,))
+            self.conn.execute("DELETE FROM contents WHERE key=?", (key,))
+            gone += 1
+        return gone
+
+    def update_skipped(self, branch: str, paths: Iterable[str], rows: Iterable[SkippedRow]) -> None:
+        """Replace the skipped entries of just `paths` (a path-level re-index must not forget the rest)."""
+        self.conn.executemany("DELETE FROM skipped WHERE branch=? AND path=?", [(branch, p) for p in paths])
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO skipped (branch, path, reason, detail) VALUES (?, ?, ?, ?)",
+            [(branch, s.path, s.reason, s.detail) for s in rows],
+        )
+
+    def branches(self) -> dict[str, int]:
+        """Every catalog in the store (git branches, detached commits, knowledge bases) with its file
+        count; a catalog that only holds skipped files counts 0."""
+        out = {b: 0 for (b,) in self.conn.execute("SELECT DISTINCT branch FROM skipped")}
+        out.update(dict(self.conn.execute("SELECT branch, COUNT(*) FROM files GROUP BY branch")))
+        for key, _ in self.conn.execute("SELECT key, value FROM meta WHERE key LIKE 'catalog:%'"):
+            out.setdefault(key[len("catalog:") :], 0)
+        return out
+
+    def mark_catalog(self, branch: str) -> None:
+        """Record that a full run completed for `branch`: path-level updates are safe from now on."""
+        self.set_meta(f"catalog:{branch}", f"{time.time():.3f}")
+
+    def has_catalog(self, branch: str) -> bool:
+        return self.get_meta(f"catalog:{branch}") is not None
+
+    def delete_catalog(self, branch: str) -> int:
+        """Forget a branch (or knowledge base): its file rows, skipped rows and marker; returns files
+        removed. Contents are left for `purge_unreferenced_contents`."""
+        removed = self.conn.execute("DELETE FROM files WHERE branch=?", (branch,)).rowcount
+        self.conn.execute("DELETE FROM skipped WHERE branch=?", (branch,))
+        self.conn.execute("DELETE FROM meta WHERE key=?", (f"catalog:{branch}",))
+        return int(removed)
+
+    def count_unreferenced_contents(self) -> int:
+        row = self.conn.execute(
+            "SELECT COUNT(*) FROM contents WHERE key NOT IN (SELECT DISTINCT content_key FROM files)"
+        ).fetchone()
+        return int(row[0])
+
 
 class Vocabulary:
     """Term <-> id map for the writer; new terms are inserted inside the writer's transaction."""
