@@ -1,0 +1,122 @@
+"""Knowledge bases: folders outside the project (docs, a sibling library) indexed into the same store.
+
+Each one is its own catalog in the `files` table, keyed `kb:<absolute path>` where a git branch name
+would go, so its relative paths can never collide with the project's and branch switches leave it
+alone. Search shows its files as `kb:<folder name>/<path>` (the label says where a result came from).
+
+Where the list lives: `knowledgeBases` in the config files (read-only here) plus the ones added with
+the tools/CLI, kept in the store's meta table (`knowledge_bases`, a JSON list) so they persist with
+the index they belong to and need no write access to the user's config files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import msgspec
+
+from .config import Config, knowledge_base_paths
+from .store import Store
+
+CATALOG_PREFIX = "kb:"
+META_KEY = "knowledge_bases"
+
+
+class KnowledgeBaseError(ValueError):
+    """A knowledge base path that cannot be added or removed; the message says why."""
+
+
+class KnowledgeBase(msgspec.Struct, frozen=True):
+    path: str  # absolute
+    label: str  # shown in front of result paths: kb:<label>/...
+    source: str  # "config" or "added"
+    catalog: str  # the `branch` key of its rows
+
+
+def catalog_name(path: Path | str) -> str:
+    return CATALOG_PREFIX + str(path)
+
+
+def is_catalog(branch: str) -> bool:
+    return branch.startswith(CATALOG_PREFIX)
+
+
+def _added(store: Store) -> list[str]:
+    raw = store.get_meta(META_KEY)
+    if not raw:
+        return []
+    value = json.loads(raw)
+    return [str(p) for p in value] if isinstance(value, list) else []
+
+
+def list_knowledge_bases(root: Path, config: Config, store: Store | None) -> list[KnowledgeBase]:
+    """Configured ones first, then added ones; duplicates dropped; labels made unique."""
+    entries: list[tuple[str, str]] = [(str(p), "config") for p in knowledge_base_paths(root, config)]
+    if store is not None:
+        entries += [(p, "added") for p in _added(store)]
+    seen: set[str] = set()
+    used_labels: dict[str, int] = {}
+    out: list[KnowledgeBase] = []
+    for path, source in entries:
+        if path in seen:
+            continue
+        seen.add(path)
+        base = Path(path).name or "root"
+        n = used_labels.get(base, 0)
+        used_labels[base] = n + 1
+        label = base if n == 0 else f"{base}-{n + 1}"
+        out.append(KnowledgeBase(path, label, source, catalog_name(path)))
+    return out
+
+
+def validate(root: Path, raw: str) -> Path:
+    """The absolute folder for `raw` (relative paths are taken from the project root), or why not."""
+    if not raw.strip():
+        raise KnowledgeBaseError("the knowledge base path is empty")
+    path = (root / Path(raw).expanduser()).resolve()
+    if not path.exists():
+        raise KnowledgeBaseError(f"knowledge base {path} does not exist")
+    if not path.is_dir():
+        raise KnowledgeBaseError(f"knowledge base {path} is not a directory")
+    root = root.resolve()
+    if path == root or root in path.parents:
+        raise KnowledgeBaseError(f"{path} is inside the project, which is indexed already")
+    if path in root.parents:
+        raise KnowledgeBaseError(f"{path} contains the project; add a folder beside it instead")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise KnowledgeBaseError(f"knowledge base {path} is not readable")
+    return path
+
+
+def add(root: Path, config: Config, store: Store, raw: str) -> tuple[KnowledgeBase, bool]:
+    """Register a folder (caller holds the writer lock and a transaction); returns it and whether it
+    was new."""
+    path = validate(root, raw)
+    for kb in list_knowledge_bases(root, config, store):
+        if kb.path == str(path):
+            return kb, False
+    store.set_meta(META_KEY, json.dumps([*_added(store), str(path)]))
+    kb = next(k for k in list_knowledge_bases(root, config, store) if k.path == str(path))
+    return kb, True
+
+
+def remove(root: Path, config: Config, store: Store, raw: str) -> KnowledgeBase:
+    """Unregister a folder and drop its rows (caller holds the writer lock and a transaction; contents
+    are purged by the caller). Config-listed ones must be removed from the config file."""
+    wanted = str((root / Path(raw).expanduser()).resolve()) if raw.strip() else ""
+    for kb in list_knowledge_bases(root, config, store):
+        if wanted in (kb.path,) or raw in (kb.label, f"{CATALOG_PREFIX}{kb.label}"):
+            if kb.source == "config":
+                raise KnowledgeBaseError(
+                    f"{kb.path} comes from the knowledgeBases setting; remove it from the config file"
+                )
+            store.set_meta(META_KEY, json.dumps([p for p in _added(store) if p != kb.path]))
+            store.delete_catalog(kb.catalog)
+            return kb
+    raise KnowledgeBaseError(f"{raw!r} is not a registered knowledge base")
+
+
+def display_path(kb: KnowledgeBase, rel: str) -> str:
+    return f"{CATALOG_PREFIX}{kb.label}/{rel}"

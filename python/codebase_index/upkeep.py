@@ -1,0 +1,203 @@
+"""Index upkeep: garbage collection (stale branches, removed knowledge bases, orphaned contents and
+embeddings), the automatic GC policy, and the cost estimate of an index run.
+
+Kept apart from `service.Engine` (which calls in here) because none of it is on the search path.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+
+from . import git, knowledge
+from .config import Config
+from .store import IndexLockedError, Store
+
+META_LAST_GC = "last_gc_at"
+
+# US$ per 1M input tokens, list prices of each provider's default embedding model (checked 2025-06;
+# local models cost nothing). Only a guide: the estimate counts tokens as characters / 4.
+PRICES_PER_MTOK: dict[str, tuple[str, float | None]] = {
+    "openai": ("text-embedding-3-small", 0.02),
+    "openai-large": ("text-embedding-3-large", 0.13),
+    "google": ("gemini-embedding-001", 0.15),
+    "ollama": ("nomic-embed-text (local)", 0.0),
+    "embedded": ("all-MiniLM-L6-v2 (bundled, local)", 0.0),
+    "custom": ("your endpoint", None),
+}
+CHARS_PER_TOKEN = 4
+
+
+class GcReport(msgspec.Struct, rename="camel"):
+    stale_catalogs: list[str]
+    files_removed: int
+    contents_removed: int
+    embeddings_removed: int | None  # None: the store has no embeddings table
+    seconds: float
+
+
+class Estimate(msgspec.Struct, rename="camel"):
+    files: int
+    bytes: int
+    files_to_index: int
+    files_to_remove: int
+    chunks: int
+    chunks_to_embed: int
+    tokens: int
+    tokens_to_embed: int
+    cost_usd: dict[str, float | None]
+    skipped: dict[str, int]
+
+
+def live_catalogs(root: Path, config: Config, store: Store) -> set[str] | None:
+    """Catalog names that must be kept; None when the branches cannot be known (not a git checkout):
+    then only knowledge-base catalogs are collected."""
+    kbs = {kb.catalog for kb in knowledge.list_knowledge_bases(root, config, store)}
+    branches = git.local_branches(root)
+    if branches is None:
+        return None
+    return branches | git.worktree_heads(root) | {git.current_branch(root)} | kbs
+
+
+def stale_catalogs(root: Path, config: Config, store: Store) -> list[str]:
+    """Branches whose ref is gone (and detached commits no worktree has checked out), and knowledge
+    bases no longer registered."""
+    catalogs = store.branches()
+    kbs = {kb.catalog for kb in knowledge.list_knowledge_bases(root, config, store)}
+    live = live_catalogs(root, config, store)
+    out = []
+    for name in sorted(catalogs):
+        if knowledge.is_catalog(name):
+            if name not in kbs:
+                out.append(name)
+        elif live is not None and name not in live:
+            out.append(name)
+    return out
+
+
+def _has_table(store: Store, name: str) -> bool:
+    row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone()
+    return row is not None
+
+
+def collect_garbage(root: Path, config: Config, store: Store) -> GcReport:
+    """Remove everything no live catalog refers to. Takes the writer lock (waits up to 3 s)."""
+    started = time.perf_counter()
+    with store.write_lock(timeout=3.0), store.transaction():
+        stale = stale_catalogs(root, config, store)
+        files_removed = sum(store.delete_catalog(name) for name in stale)
+        contents_removed = store.purge_unreferenced_contents()
+        embeddings_removed: int | None = None
+        if _has_table(store, "embeddings"):
+            cur = store.conn.execute(
+                "DELETE FROM embeddings WHERE chunk_hash NOT IN (SELECT chunk_hash FROM chunks)"
+            )
+            embeddings_removed = cur.rowcount
+            if _has_table(store, "embedding_failures"):
+                store.conn.execute(
+                    "DELETE FROM embedding_failures WHERE chunk_hash NOT IN (SELECT chunk_hash FROM chunks)"
+                )
+        store.set_meta(META_LAST_GC, f"{time.time():.3f}")
+        if stale or contents_removed or embeddings_removed:
+            store.bump_generation()
+    return GcReport(stale, files_removed, contents_removed, embeddings_removed, time.perf_counter() - started)
+
+
+def orphan_count(root: Path, config: Config, store: Store) -> int:
+    """Rows GC would remove: files of stale catalogs plus unreferenced contents."""
+    catalogs = store.branches()
+    stale = stale_catalogs(root, config, store)
+    return sum(catalogs.get(name, 0) for name in stale) + store.count_unreferenced_contents()
+
+
+def auto_gc_due(root: Path, config: Config, store: Store, *, now: float | None = None) -> bool:
+    """`indexing.autoGc` policy: every `gcIntervalDays`, or sooner once `gcOrphanThreshold` orphans
+    piled up (checked by the caller only after runs that changed something, to keep no-change runs
+    free)."""
+    cfg = config.indexing
+    if not cfg.auto_gc:
+        return False
+    last = float(store.get_meta(META_LAST_GC) or 0.0)
+    now = time.time() if now is None else now
+    if last == 0.0:
+        _start_gc_clock(store, now)
+        return False
+    if now - last >= cfg.gc_interval_days * 86400:
+        return True
+    return orphan_count(root, config, store) >= max(1, cfg.gc_orphan_threshold)
+
+
+def _start_gc_clock(store: Store, now: float) -> None:
+    """Start the GC clock at the first check, so a fresh index is not collected at once."""
+    try:
+        with store.write_lock(timeout=0), store.transaction():
+            if store.get_meta(META_LAST_GC) is None:
+                store.set_meta(META_LAST_GC, f"{now:.3f}")
+    except IndexLockedError:
+        return  # someone else writes; the next check starts the clock
+
+
+def estimate(
+    root: Path, config: Config, store: Store | None, branch: str, *, force: bool = False
+) -> Estimate:
+    """What an index run would do and what embedding it would cost, without reading unchanged files,
+    chunking or embedding anything. Stored contents give exact chunk and token counts; new or changed
+    files are estimated from their size and the index's average chunk size."""
+    from . import files as discovery
+
+    found = discovery.discover(
+        root,
+        include=config.include or None,
+        additional_include=config.additional_include,
+        exclude=config.exclude,
+        max_file_size=config.indexing.max_file_size,
+    )
+    existing = store.file_stats(branch) if store is not None else {}
+    known_chars: dict[str, tuple[int, int]] = {}
+    avg_chunk_bytes = 1200.0
+    if store is not None:
+        rows = store.conn.execute(
+            """SELECT f.content_key, COUNT(c.id), COALESCE(SUM(LENGTH(c.text)), 0)
+               FROM files f JOIN chunks c ON c.content_key = f.content_key
+               WHERE f.branch = ? GROUP BY f.content_key""",
+            (branch,),
+        )
+        known_chars = {key: (int(n), int(chars)) for key, n, chars in rows}
+        total_chunks = sum(n for n, _ in known_chars.values())
+        total_chars = sum(c for _, c in known_chars.values())
+        if total_chunks:
+            avg_chunk_bytes = max(200.0, total_chars / total_chunks)
+    chunks = chunks_new = chars = chars_new = changed = 0
+    for entry in found.files:
+        old = existing.get(entry.path)
+        if not force and old is not None and old[:3] == (entry.size, entry.mtime_ns, entry.inode):
+            n, c = known_chars.get(old[3], (0, 0))
+        else:
+            changed += 1
+            n = max(1, round(entry.size / avg_chunk_bytes))
+            c = entry.size
+            chunks_new += n
+            chars_new += c
+        chunks += n
+        chars += c
+    tokens = chars // CHARS_PER_TOKEN
+    tokens_new = chars_new // CHARS_PER_TOKEN
+    cost = {
+        name: (None if price is None else round(tokens_new / 1_000_000 * price, 4))
+        for name, (_, price) in PRICES_PER_MTOK.items()
+    }
+    return Estimate(
+        files=len(found.files),
+        bytes=sum(f.size for f in found.files),
+        files_to_index=changed,
+        files_to_remove=len(set(existing) - {f.path for f in found.files}),
+        chunks=chunks,
+        chunks_to_embed=chunks_new,
+        tokens=tokens,
+        tokens_to_embed=tokens_new,
+        cost_usd=cost,
+        skipped=dict(Counter(s.reason for s in found.skipped)),
+    )
