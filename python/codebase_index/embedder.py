@@ -1,0 +1,402 @@
+"""Embedding storage and the background embedding job.
+
+What is embedded: the chunk text exactly as stored (`chunks.text`), so the cache key is `chunks.chunk_hash`
+(the hash of that text) and a chunk is embedded once, ever, whichever files and branches hold it. Paths
+and symbols stay out of the embedded text on purpose: a renamed or copied file re-embeds nothing, and path
+and symbol matches are scored by the ranking layer, which sees them anyway.
+
+Vectors are stored as float16 (half the size, cosine error ~1e-4) in `embeddings`; one model per index
+at a time: the active provider/model/width is recorded in `meta` and a different configured model is
+refused (with the fix: `codebase-index index --force`, which purges the old model's vectors).
+
+The job (`EmbeddingJob.run`) embeds the current branch's pending chunks in batches, one transaction per
+batch, so a cancelled or killed run loses nothing already committed and the next run resumes. Batches
+that fail after the provider's retries go to `embedding_failures` and are retried on the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import msgspec
+import numpy as np
+
+from .config import Config
+from .embeddings.base import EmbeddingError, EmbeddingProvider
+from .store import EMBEDDING_TABLES, Store, StoreError
+
+if TYPE_CHECKING:
+    from .embeddings.remote import RemoteEmbeddingSettings
+
+META_MODEL = "embedding_model_id"
+META_DIMENSIONS = "embedding_dimensions"
+META_RATE = "embedding_rate"
+EMBED_LOCK_NAME = "embed.lock"
+# Texts per committed batch: big enough for length-sorted sub-batches on both worker threads, small enough
+# that a kill loses at most a few seconds of work and search sees vectors arrive steadily.
+EMBEDDED_BATCH = 64
+REMOTE_BATCH = 256
+
+EmbedProgressFn = Callable[[int, int], None]
+
+
+class EmbeddingMismatchError(StoreError):
+    """The index holds vectors of another model than the configured one."""
+
+
+class EmbeddingStatus(msgspec.Struct, rename="camel"):
+    """Embedding progress of one branch for the active model (what `status` shows)."""
+
+    provider: str | None
+    model: str | None
+    dimensions: int | None
+    embedded: int
+    total: int
+    failures: int
+    rate: float | None
+    running: bool = False
+    error: str | None = None
+    last_failure: str | None = None
+
+
+class EmbedReport(msgspec.Struct, rename="camel"):
+    """What one run did."""
+
+    model: str
+    embedded: int
+    failed: int
+    pending: int
+    seconds: float
+    cancelled: bool = False
+    error: str | None = None
+
+
+# -- storage --------------------------------------------------------------------------------------------
+
+
+def ensure_tables(conn: sqlite3.Connection) -> None:
+    """Create the embedding tables in indexes written before they joined the v1 schema (idempotent)."""
+    exists = conn.execute(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name IN ('embeddings', "
+        "'embedding_failures')"
+    ).fetchone()[0]
+    if exists == 2:
+        return
+    for statement in EMBEDDING_TABLES.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def encode_vector(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float16).tobytes()
+
+
+def decode_vectors(blobs: Sequence[bytes], dimensions: int) -> np.ndarray:
+    """float16 blobs -> (n, dimensions) float32 matrix (exact numpy search wants float32)."""
+    if not blobs:
+        return np.zeros((0, dimensions), dtype=np.float32)
+    raw = np.frombuffer(b"".join(blobs), dtype=np.float16)
+    if raw.size != len(blobs) * dimensions:
+        raise StoreError(
+            f"stored vectors do not have {dimensions} dimensions; run `codebase-index index --force`"
+        )
+    return raw.reshape(len(blobs), dimensions).astype(np.float32)
+
+
+def check_model(store: Store, provider: EmbeddingProvider, *, record: bool = True) -> None:
+    """Refuse to mix vectors of two models; record the model when the index has none yet (`record`)."""
+    ensure_tables(store.conn)
+    stored = store.get_meta(META_MODEL)
+    stored_dims = store.get_meta(META_DIMENSIONS)
+    if stored == provider.model_id and stored_dims == str(provider.dimensions):
+        return
+    if stored is not None:
+        others = store.conn.execute(
+            "SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (stored,)
+        ).fetchone()[0]
+        if others:
+            raise EmbeddingMismatchError(
+                f"the index holds {others} vectors of {stored} ({stored_dims} dimensions) but the configured "
+                f"embedding model is {provider.model_id} ({provider.dimensions} dimensions); vectors of two "
+                "models are never mixed: run `codebase-index index --force` to re-embed with the new model"
+            )
+    if record:
+        with store.transaction():
+            store.set_meta(META_MODEL, provider.model_id)
+            store.set_meta(META_DIMENSIONS, str(provider.dimensions))
+
+
+def switch_model(store: Store, provider: EmbeddingProvider) -> int:
+    """Make `provider` the index's model, dropping other models' vectors; returns how many went."""
+    ensure_tables(store.conn)
+    with store.transaction():
+        dropped = store.conn.execute(
+            "DELETE FROM embeddings WHERE model_id <> ?", (provider.model_id,)
+        ).rowcount
+        store.conn.execute("DELETE FROM embedding_failures WHERE model_id <> ?", (provider.model_id,))
+        store.set_meta(META_MODEL, provider.model_id)
+        store.set_meta(META_DIMENSIONS, str(provider.dimensions))
+    return int(dropped)
+
+
+def pending_hashes(store: Store, branch: str, model_id: str) -> list[str]:
+    """Distinct chunk hashes on `branch` with no vector for `model_id`, in path order."""
+    ensure_tables(store.conn)
+    rows = store.conn.execute(
+        """SELECT c.chunk_hash FROM files f JOIN chunks c ON c.content_key = f.content_key
+           WHERE f.branch = ? AND NOT EXISTS (
+               SELECT 1 FROM embeddings e WHERE e.chunk_hash = c.chunk_hash AND e.model_id = ?)
+           ORDER BY f.path, c.ordinal""",
+        (branch, model_id),
+    )
+    return list(dict.fromkeys(r[0] for r in rows))
+
+
+def texts_for(store: Store, hashes: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for start in range(0, len(hashes), 500):
+        part = list(hashes[start : start + 500])
+        marks = ",".join("?" * len(part))
+        out.update(
+            store.conn.execute(
+                f"SELECT chunk_hash, text FROM chunks WHERE chunk_hash IN ({marks}) GROUP BY chunk_hash", part
+            )
+        )
+    return out
+
+
+def embedding_status(store: Store, branch: str, model_id: str | None) -> tuple[int, int, int, str | None]:
+    """(embedded, total, failures, last failure message) for `branch`, counted in distinct chunk hashes."""
+    ensure_tables(store.conn)
+    total = store.conn.execute(
+        """SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
+           WHERE f.branch = ?""",
+        (branch,),
+    ).fetchone()[0]
+    if model_id is None:
+        return 0, int(total), 0, None
+    embedded = store.conn.execute(
+        """SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
+           JOIN embeddings e ON e.chunk_hash = c.chunk_hash AND e.model_id = ?
+           WHERE f.branch = ?""",
+        (model_id, branch),
+    ).fetchone()[0]
+    failures, last = store.conn.execute(
+        """SELECT COUNT(*), (SELECT error FROM embedding_failures WHERE model_id = ?
+                             ORDER BY last_attempt DESC LIMIT 1)
+           FROM embedding_failures WHERE model_id = ?""",
+        (model_id, model_id),
+    ).fetchone()
+    return int(embedded), int(total), int(failures), last
+
+
+def _store_batch(
+    store: Store, model_id: str, hashes: Sequence[str], vectors: np.ndarray, rate: float | None
+) -> None:
+    with store.transaction():
+        store.conn.executemany(
+            "INSERT OR IGNORE INTO embeddings (chunk_hash, model_id, vector) VALUES (?, ?, ?)",
+            [(h, model_id, encode_vector(v)) for h, v in zip(hashes, vectors, strict=True)],
+        )
+        store.conn.executemany(
+            "DELETE FROM embedding_failures WHERE chunk_hash = ? AND model_id = ?",
+            [(h, model_id) for h in hashes],
+        )
+        if rate is not None:
+            store.set_meta(META_RATE, f"{rate:.2f}")
+
+
+def _record_failures(store: Store, model_id: str, hashes: Sequence[str], error: str) -> None:
+    now = time.time()
+    with store.transaction():
+        store.conn.executemany(
+            """INSERT INTO embedding_failures (chunk_hash, model_id, error, attempts, last_attempt)
+               VALUES (?, ?, ?, 1, ?)
+               ON CONFLICT (chunk_hash, model_id) DO UPDATE SET error = excluded.error,
+                 attempts = attempts + 1, last_attempt = excluded.last_attempt""",
+            [(h, model_id, error, now) for h in hashes],
+        )
+
+
+@contextlib.contextmanager
+def embed_lock(index_dir: Path, *, wait: bool) -> Iterator[bool]:
+    """One embedding job per index across processes; yields False when `wait` is off and it is taken."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(index_dir / EMBED_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+# -- the job --------------------------------------------------------------------------------------------
+
+
+class EmbeddingJob:
+    """Embeds one branch's pending chunks; owns its own SQLite connection (it runs beside searches)."""
+
+    def __init__(
+        self,
+        index_dir: Path,
+        branch: str,
+        provider: EmbeddingProvider,
+        *,
+        batch_size: int | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.index_dir = index_dir
+        self.branch = branch
+        self.provider = provider
+        remote = hasattr(provider, "embed_batches")
+        self.batch_size = batch_size or (REMOTE_BATCH if remote else EMBEDDED_BATCH)
+        self.stop = stop or threading.Event()
+
+    def run(self, progress: EmbedProgressFn | None = None, *, wait_for_lock: bool = True) -> EmbedReport:
+        started = time.perf_counter()
+        model_id = self.provider.model_id
+        store = Store.open(self.index_dir)
+        embedded = failed = 0
+        try:
+            with embed_lock(self.index_dir, wait=wait_for_lock) as got:
+                if not got:
+                    pending = len(pending_hashes(store, self.branch, model_id))
+                    return EmbedReport(
+                        model_id, 0, 0, pending, 0.0, error="another process is embedding this index"
+                    )
+                check_model(store, self.provider)
+                attempted: set[str] = set()
+                # New chunks can land while we run (an index run beside us): loop until none are left.
+                while not self.stop.is_set():
+                    todo = [h for h in pending_hashes(store, self.branch, model_id) if h not in attempted]
+                    if not todo:
+                        break
+                    done_before = embedded + failed
+                    total = done_before + len(todo)
+                    if progress is not None:
+                        progress(done_before, total)
+                    for start in range(0, len(todo), self.batch_size):
+                        if self.stop.is_set():
+                            break
+                        batch = todo[start : start + self.batch_size]
+                        attempted.update(batch)
+                        ok, bad = self._embed_batch(store, batch, started, embedded)
+                        embedded += ok
+                        failed += bad
+                        if progress is not None:
+                            progress(embedded + failed, total)
+            remaining = len(pending_hashes(store, self.branch, model_id))
+        finally:
+            store.close()
+        return EmbedReport(
+            model=model_id,
+            embedded=embedded,
+            failed=failed,
+            pending=remaining,
+            seconds=round(time.perf_counter() - started, 3),
+            cancelled=self.stop.is_set(),
+        )
+
+    def _embed_batch(
+        self, store: Store, batch: list[str], started: float, embedded_so_far: int
+    ) -> tuple[int, int]:
+        """Embed and commit one batch; returns (embedded, failed) counts."""
+        texts = texts_for(store, batch)
+        hashes = [h for h in batch if h in texts]  # a chunk purged meanwhile is simply gone
+        items = [texts[h] for h in hashes]
+        model_id = self.provider.model_id
+        embed_batches = getattr(self.provider, "embed_batches", None)
+        if embed_batches is not None:
+            outcome = embed_batches(items)
+            ok_rows = [i for i in range(len(hashes)) if outcome.ok[i]]
+            vectors = outcome.vectors[ok_rows]
+            good = [hashes[i] for i in ok_rows]
+            failures = [([hashes[i] for i in fb.indices], fb.error) for fb in outcome.failed]
+        else:
+            try:
+                vectors = self.provider.embed_documents(items)
+                good, failures = hashes, []
+            except EmbeddingError as exc:
+                vectors = np.zeros((0, self.provider.dimensions), dtype=np.float32)
+                good, failures = [], [(hashes, str(exc))]
+        elapsed = time.perf_counter() - started
+        rate = (embedded_so_far + len(good)) / elapsed if elapsed > 0 else None
+        if good:
+            _store_batch(store, model_id, good, vectors, rate)
+        n_failed = 0
+        for failed_hashes, error in failures:
+            _record_failures(store, model_id, failed_hashes, error)
+            n_failed += len(failed_hashes)
+        return len(good), n_failed
+
+
+# -- provider selection -----------------------------------------------------------------------------------
+
+
+def create_provider(config: Config) -> EmbeddingProvider | None:
+    """The configured provider; None when `auto` finds nothing usable (search stays keyword-only).
+
+    `auto` prefers the bundled offline model (code never leaves the machine unless configured to), then a
+    configured custom endpoint, API keys in the environment, or a local Ollama. Explicit providers that
+    cannot be built raise EmbeddingError with the setting to fix.
+    """
+    from .embeddings import create_embedded_provider
+
+    name = config.embedding_provider
+    if name == "embedded":
+        return create_embedded_provider(config.embedding_model or None)
+    if name == "auto":
+        if config.custom_provider is None or not config.custom_provider.base_url:
+            with contextlib.suppress(EmbeddingError):
+                return create_embedded_provider(config.embedding_model or None)
+        from .embeddings.remote import choose_provider
+
+        return choose_provider(remote_settings(config))
+    from .embeddings.remote import create_remote_provider
+
+    return create_remote_provider(remote_settings(config))
+
+
+def remote_settings(config: Config) -> RemoteEmbeddingSettings:
+    """Map the config Structs onto the remote client's settings (keys stay out of any log line)."""
+    from .embeddings.remote import RemoteEmbeddingSettings
+
+    cp = config.custom_provider
+    provider = config.embedding_provider
+    if provider == "embedded":
+        raise ValueError("the embedded provider has no remote settings")
+    model = config.embedding_model or (cp.model if cp is not None and cp.model else None)
+    base = RemoteEmbeddingSettings(
+        provider=provider,
+        model=model,
+        max_retries=config.indexing.retries,
+        retry_delay_ms=config.indexing.retry_delay_ms,
+    )
+    if cp is None:
+        return base
+    return msgspec.structs.replace(
+        base,
+        base_url=cp.base_url or None,
+        api_key=cp.api_key,
+        dimensions=cp.dimensions or None,
+        max_tokens=cp.max_tokens,
+        timeout_ms=cp.timeout_ms,
+        concurrency=cp.concurrency,
+        request_interval_ms=cp.request_interval_ms,
+        max_batch_size=cp.max_batch_size,
+    )
