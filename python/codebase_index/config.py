@@ -101,8 +101,8 @@ class SearchConfig(_Section, frozen=True):
     )
     rrf_k: Annotated[int, _m("Reciprocal-rank-fusion constant", ge=1)] = 60
     rerank_top_n: Annotated[
-        int, _m("Candidates the built-in deterministic reranker reorders", ge=0, le=200)
-    ] = 20
+        int, _m("Candidates the built-in deterministic reranker reorders (0 = off)", ge=0, le=200)
+    ] = 100
     context_lines: Annotated[int, _m("Extra source lines shown around each result", ge=0, le=50)] = 0
     bm25: Bm25Config = msgspec.field(default_factory=Bm25Config)
 
@@ -453,9 +453,7 @@ def reference_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-README_START = (
-    "<!-- config-reference:start (python -m codebase_index.config --update README.md) -->"
-)
+README_START = "<!-- config-reference:start (python -m codebase_index.config --update README.md) -->"
 README_END = "<!-- config-reference:end -->"
 
 
