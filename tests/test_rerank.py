@@ -1,0 +1,333 @@
+"""The code-aware rerank: each signal on its own, fusion, the whole `rank`, the engine wiring, and the
+external reranker's fall-back (against the real fake provider server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from codebase_index.config import Config, RerankerConfig, SearchConfig
+from codebase_index.rerank import (
+    Candidate,
+    RankParams,
+    definition_score,
+    diversify,
+    file_coherence,
+    file_penalty,
+    fuse_rrf,
+    fuse_weighted,
+    identifier_keyword_weight,
+    merge_external,
+    path_score,
+    profile_query,
+    rank,
+    rank_hits,
+    stem,
+    stem_overlap,
+)
+from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, path_field_tokens
+from codebase_index.service import Engine
+from provider_server import closed_port_url, serve, status_fault
+
+# ------------------------------------------------------------------------------------------ query profile
+
+
+@pytest.mark.parametrize(
+    ("query", "identifiers", "symbol_query"),
+    [
+        ("getUserById", ("getUserById",), True),
+        ("Foo::bar", ("Foo::bar",), True),
+        ("_private", ("_private",), True),
+        ("Session", ("Session",), True),
+        ("where is parse_config called", ("parse_config",), False),
+        ("how redirects are followed", (), False),
+        ("HTTPServer shutdown", ("HTTPServer",), False),
+    ],
+)
+def test_profile_finds_identifiers(query: str, identifiers: tuple[str, ...], symbol_query: bool) -> None:
+    profile = profile_query(query)
+    assert profile.identifiers == identifiers
+    assert profile.symbol_query is symbol_query
+
+
+def test_profile_drops_question_words_and_notices_test_and_doc_intent() -> None:
+    profile = profile_query("how does the router handle redirects")
+    assert profile.words == ("router", "redirects")
+    assert profile.stems == {"router", "redirect"}
+    assert not profile.wants_tests
+    assert profile_query("tests for the router").wants_tests
+    assert profile_query("README install guide").wants_docs
+    assert profile_query("example of middleware").wants_examples
+
+
+def test_stem_conflates_inflections_but_not_short_words() -> None:
+    assert stem("redirects") == stem("redirect") == stem("redirected") == stem("redirecting")
+    assert stem("parses") == stem("parse") == stem("parsed")
+    assert stem("class") == "class"
+    assert stem("is") == "is"
+
+
+def test_identifier_weight_rises_for_code_like_queries() -> None:
+    assert identifier_keyword_weight(profile_query("getUserById"), 0.5) == 0.8
+    assert identifier_keyword_weight(profile_query("where is getUserById called"), 0.5) == pytest.approx(0.65)
+    assert identifier_keyword_weight(profile_query("payment validation"), 0.5) == 0.5
+    # An explicit higher keyword share is never lowered.
+    assert identifier_keyword_weight(profile_query("getUserById"), 0.9) == 0.9
+
+
+# ------------------------------------------------------------------------------------------ chunk signals
+
+
+def test_definition_score_exact_qualified_and_member() -> None:
+    assert definition_score("getUserById", profile_query("getUserById")) == 1.0
+    assert definition_score("UserService.getUserById", profile_query("getUserById")) == 1.0
+    assert definition_score("Foo.bar", profile_query("Foo::bar")) == 1.0
+    assert definition_score("Baz.bar", profile_query("Foo::bar")) == 0.7  # same name, other owner
+    assert definition_score("Session.send", profile_query("Session")) == 0.7  # a member of it
+    assert definition_score("get_user_by_id", profile_query("getUserById")) == 1.0
+    assert definition_score("getUser", profile_query("getUserById")) == 0.0
+    assert definition_score("", profile_query("getUserById")) == 0.0
+    assert definition_score("getUserById", profile_query("how users are fetched")) == 0.0
+
+
+def test_stem_overlap_matches_identifier_parts_in_any_casing() -> None:
+    profile = profile_query("parse config")
+    assert stem_overlap("parseConfig", profile) == 1.0
+    assert stem_overlap("ConfigParser", profile) == 0.5  # "parser" is not "parse"
+    assert stem_overlap("config_parse", profile) == 1.0
+    assert stem_overlap("Router.mount", profile) == 0.0
+
+
+def test_path_score_weighs_file_name_over_directories() -> None:
+    profile = profile_query("how are redirects implemented")
+    assert profile.words == ("redirects",)  # question words do not count
+    assert path_score("lib/redirects.py", profile) == 1.0
+    assert path_score("redirect/core.py", profile) == 0.5
+    assert path_score("lib/core.py", profile) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("path", "factor"),
+    [
+        ("src/session.py", 1.0),
+        ("tests/test_session.py", 0.55),
+        ("src/session_test.go", 0.55),
+        ("src/session.spec.ts", 0.55),
+        ("examples/session.py", 0.6),
+        ("vendor/lib/session.go", 0.6),
+        ("src/_compat.py", 0.75),
+        ("types/session.d.ts", 0.7),
+        ("docs/session.md", 0.6),  # one doc penalty, whether by extension or folder
+        ("docs/conf.py", 0.6),
+        ("README.md", 0.6),
+    ],
+)
+def test_file_penalty_by_kind(path: str, factor: float) -> None:
+    assert file_penalty(path, profile_query("session cookies")) == pytest.approx(factor)
+
+
+def test_file_penalty_spares_what_the_query_asks_for() -> None:
+    assert file_penalty("tests/test_session.py", profile_query("session tests")) == 1.0
+    assert file_penalty("docs/guide.md", profile_query("session docs")) == 1.0
+    assert file_penalty("examples/app.py", profile_query("session example")) == 1.0
+
+
+def test_file_coherence_and_diversify() -> None:
+    assert file_coherence([1.0], 3) == 0.0
+    assert file_coherence([1.0, 0.6, 0.3, 0.3, 0.3], 3) == pytest.approx(0.4)
+    assert file_coherence([1.0, 0.5], 0) == 0.0
+    out = diversify([(1, "a", 1.0), (2, "a", 0.95), (3, "a", 0.9), (4, "b", 0.5)], 0.5)
+    assert [d for d, _ in out] == [1, 4, 2, 3]
+    assert [d for d, _ in diversify([(1, "a", 1.0), (2, "a", 0.9), (3, "b", 0.5)], 1.0)] == [1, 2, 3]
+    with pytest.raises(ValueError, match="decay"):
+        diversify([], 0.0)
+
+
+# ------------------------------------------------------------------------------------------ fusion
+
+
+def test_fuse_rrf_weights_and_validation() -> None:
+    fused = fuse_rrf([[1, 2, 1], [2]], k=60)
+    assert fused[2] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1] == pytest.approx(1 / 61)  # a repeat within one ranking counts once
+    weighted = fuse_rrf([[1], [2]], k=60, weights=[1.6, 0.4])
+    assert weighted[1] > weighted[2]
+    with pytest.raises(ValueError, match="rrfK"):
+        fuse_rrf([[1]], k=0)
+    with pytest.raises(ValueError, match="one weight"):
+        fuse_rrf([[1], [2]], k=60, weights=[1.0])
+
+
+def test_fuse_weighted_normalises_each_list() -> None:
+    fused = fuse_weighted({1: 20.0, 2: 10.0}, {2: 0.8, 3: 0.4}, 0.5)
+    assert fused == pytest.approx({1: 0.5, 2: 0.75, 3: 0.25})
+    assert fuse_weighted({1: 5.0}, {}, 1.0) == {1: 1.0}
+    with pytest.raises(ValueError, match="hybridWeight"):
+        fuse_weighted({}, {}, 1.5)
+
+
+# ------------------------------------------------------------------------------------------ rank
+
+
+def test_rank_lifts_the_definition_over_a_stronger_mention() -> None:
+    profile = profile_query("getUserById")
+    ranked = rank(
+        [
+            Candidate(0, "src/controllers/users.ts", "UsersController.show", "method", 10.0),
+            Candidate(1, "src/services/user.ts", "UserService.getUserById", "method", 7.0),
+        ],
+        profile,
+    )
+    assert [r.doc for r in ranked] == [1, 0]
+    off = RankParams(definition=0.0, stem=0.0, path=0.0)
+    assert [r.doc for r in rank(_two_mentions(), profile, off)] == [0, 1]
+
+
+def _two_mentions() -> list[Candidate]:
+    return [
+        Candidate(0, "src/controllers/users.ts", "UsersController.show", "method", 10.0),
+        Candidate(1, "src/services/user.ts", "UserService.getUserById", "method", 7.0),
+    ]
+
+
+def test_rank_demotes_tests_and_spreads_files() -> None:
+    profile = profile_query("session cookies")
+    candidates = [
+        Candidate(0, "tests/test_session.py", "test_cookies", "function", 10.0),
+        Candidate(1, "src/app.py", "App.cookies", "method", 9.0),
+        Candidate(2, "src/app.py", "App.other", "method", 8.9),
+        Candidate(3, "src/jar.py", "Jar", "class", 8.0),
+    ]
+    order = [r.doc for r in rank(candidates, profile, RankParams(path=0.0, stem=0.0))]
+    assert order[0] == 1
+    assert order.index(3) < order.index(2)  # a second file beats a second chunk of the first
+    assert order.index(0) > order.index(3)  # the test file sinks below implementation files
+    assert rank([], profile) == []
+
+
+def _row(chunk_id: int, path: str, symbol: str, kind: str = "function") -> DocRow:
+    return DocRow(chunk_id, path, "python", 0, 1, 2, kind, symbol, 1, b"", b"")
+
+
+def _snapshot() -> KeywordSnapshot:
+    return KeywordSnapshot(
+        [
+            _row(1, "a/redirects.py", "follow_redirects"),
+            _row(2, "b/util.py", "helper"),
+            _row(3, "tests/test_redirects.py", "test_follow"),
+        ]
+    )
+
+
+def test_rank_hits_reranks_head_and_keeps_tail_below() -> None:
+    snap = _snapshot()
+    config = SearchConfig(rerank_top_n=2)
+    hits = rank_hits("follow_redirects", snap, [(1, 5.0), (0, 4.0), (2, 3.0)], [], config)
+    assert [h.doc for h in hits] == [0, 1, 2]
+    assert hits[-1].score < min(h.score for h in hits[:2])
+    plain = rank_hits("follow_redirects", snap, [(1, 5.0), (0, 4.0)], [], SearchConfig(rerank_top_n=0))
+    assert [h.doc for h in plain] == [1, 0]
+
+
+def test_rank_hits_fuses_both_lists_with_either_strategy() -> None:
+    snap = _snapshot()
+    for strategy in ("rrf", "weighted"):
+        config = SearchConfig(fusion_strategy=strategy, rerank_top_n=0)
+        fused = rank_hits("helper code", snap, [(1, 3.0), (2, 1.0)], [(1, 0.9), (0, 0.8)], config)
+        assert fused[0].doc == 1  # first in both lists
+        assert {h.doc for h in fused} == {0, 1, 2}
+    assert [h.doc for h in rank_hits("x", snap, [], [(2, 0.5), (0, 0.4)], SearchConfig(rerank_top_n=0))] == [
+        2,
+        0,
+    ]
+
+
+def test_merge_external_puts_the_api_order_first_and_rejects_bad_answers() -> None:
+    hits = [(7, 3.0), (8, 2.0), (9, 1.0), (10, 0.5)]
+    assert [h.doc for h in merge_external(hits, [(2, 0.9), (0, 0.5)], 3)] == [9, 7, 8, 10]
+    with pytest.raises(ValueError, match="outside"):
+        merge_external(hits, [(3, 0.9)], 3)
+    with pytest.raises(ValueError, match="twice"):
+        merge_external(hits, [(1, 0.9), (1, 0.8)], 3)
+
+
+# ------------------------------------------------------------------------------------------ fields
+
+
+def test_path_field_tokens_repeat_the_file_name() -> None:
+    assert path_field_tokens("pkg/redirectHandler.go") == [
+        "pkg",
+        "redirecthandler",
+        "redirect",
+        "handler",
+        "redirecthandler",
+        "redirect",
+        "handler",
+    ]
+
+
+def _project(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "redirects.py").write_text(
+        "def resolve(response):\n    location = response.headers['location']\n    return location\n"
+    )
+    (root / "src" / "client.py").write_text(
+        "def send(request):\n    '''Send the request; follow the location header of each redirect.'''\n"
+        "    return request\n\n\ndef close():\n    return None\n"
+    )
+    (root / "tests" / "test_client.py").write_text(
+        "def test_send():\n    assert send(make('redirect', 'location', 'redirect location'))\n"
+    )
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_path_field_finds_a_file_named_after_the_query(tmp_path: Path) -> None:
+    engine = Engine(_project(tmp_path / "proj"), index_path=tmp_path / "index")
+    engine.index()
+    snap = engine.snapshot()
+    terms = ["redirects", "redirect"]
+    ids = engine.store.term_ids(terms)
+    plain = snap.enriched_hits(terms, [ids[t] for t in terms if t in ids], 5, FieldWeights(0, 0, 0))
+    assert "src/redirects.py" not in {snap.docs[h.doc].path for h in plain}  # its text never says it
+    enriched = snap.enriched_hits(terms, [ids[t] for t in terms if t in ids], 5, FieldWeights())
+    assert "src/redirects.py" in {snap.docs[h.doc].path for h in enriched}
+    top = [r.path for r in engine.search("redirect location", mode="keyword").results]
+    assert top.index("src/client.py") < top.index("tests/test_client.py")  # the test sinks
+    engine.close()
+
+
+# ------------------------------------------------------------------------------------------ external reranker
+
+
+def _with_reranker(root: Path, index: Path, base_url: str, **options: object) -> Engine:
+    reranker = RerankerConfig(enabled=True, provider="custom", model="m", base_url=base_url, **options)  # type: ignore[arg-type]
+    config = msgspec.structs.replace(Config(), reranker=reranker)
+    return Engine(root, config, index_path=index)
+
+
+def test_external_reranker_reorders_and_falls_back_on_failure(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    Engine(root, index_path=tmp_path / "index").index()
+    plain = Engine(root, index_path=tmp_path / "index")
+    deterministic = [r.id for r in plain.search("redirect location", mode="keyword").results]
+    plain.close()
+    with serve() as server:
+        engine = _with_reranker(root, tmp_path / "index", server.base_url + "/v1", top_n=3)
+        reranked = engine.search("redirect location", mode="keyword").results
+        assert server.posts()[0].path == "/v1/rerank"
+        assert engine.reranker_error is None
+        assert sorted(r.id for r in reranked) == sorted(deterministic)
+        server.enqueue(status_fault(500), status_fault(500), status_fault(500))
+        failed = engine.search("redirect location", mode="keyword").results
+        assert [r.id for r in failed] == deterministic
+        assert engine.reranker_error is not None and "500" in engine.reranker_error
+        engine.close()
+    down = _with_reranker(root, tmp_path / "index", closed_port_url(), timeout_ms=500)
+    assert [r.id for r in down.search("redirect location", mode="keyword").results] == deterministic
+    assert down.reranker_error
+    down.close()
