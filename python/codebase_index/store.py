@@ -70,9 +70,32 @@ class SkippedRow(msgspec.Struct, frozen=True):
     detail: str
 
 
+# Vectors keyed by chunk content hash (shared by every file and branch holding that chunk), one row per
+# model; rowids only grow, so readers load just the rows added since their last look. Failures hold the
+# chunks whose batch still failed after retries; the next embedding run retries them.
+EMBEDDING_TABLES = """
+        CREATE TABLE IF NOT EXISTS embeddings (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_hash TEXT NOT NULL,
+            model_id TEXT NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE (chunk_hash, model_id)
+        );
+        CREATE TABLE IF NOT EXISTS embedding_failures (
+            chunk_hash TEXT NOT NULL,
+            model_id TEXT NOT NULL,
+            error TEXT NOT NULL,
+            attempts INTEGER NOT NULL,
+            last_attempt REAL NOT NULL,
+            PRIMARY KEY (chunk_hash, model_id)
+        );
+        """
+
+
 def _v1(conn: sqlite3.Connection) -> None:
     # Statement by statement: executescript() would COMMIT the migration's open transaction first.
-    script = """
+    script = (
+        """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE files (
             id INTEGER PRIMARY KEY,
@@ -117,6 +140,8 @@ def _v1(conn: sqlite3.Connection) -> None:
             PRIMARY KEY (branch, path)
         );
         """
+        + EMBEDDING_TABLES
+    )
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
