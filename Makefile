@@ -44,6 +44,11 @@ test: lint typecheck pytest node
 bench: install
 	$(PY) bench/bench_engine.py
 
+# Quality on the 26-repo semble subset (corpora: ../shared/bench/README.md): per-repo, per-category and
+# overall NDCG@10 beside semble's published numbers. MODE=keyword|hybrid (default: the engine default).
+bench-quality: install
+	$(PY) bench/bench_quality.py $(if $(MODE),--mode $(MODE),)
+
 clean:
 	rm -rf $(VENV) .opencode/index build *.egg-info python/*.egg-info
 
