@@ -26,6 +26,9 @@ EXPECTED_TOOLS = {
     "index_health_check": "health_check",
     "index_metrics": "metrics",
     "index_logs": "logs",
+    "add_knowledge_base": "kb_add",
+    "list_knowledge_bases": "kb_list",
+    "remove_knowledge_base": "kb_remove",
 }
 
 

@@ -161,6 +161,38 @@ def cmd_status(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_kb(args: argparse.Namespace) -> int:
+    from .knowledge import KnowledgeBaseError
+
+    if args.action in ("add", "remove") and not args.folder:
+        raise CliError(f"`kb {args.action}` needs a folder")
+    engine = _engine(args)
+    try:
+        if args.action == "add":
+            kb, report = engine.add_knowledge_base(args.folder)
+            payload: object = {**msgspec.to_builtins(kb), "files": report.files, "chunks": report.chunks}
+            text = f"added kb:{kb.label} ({kb.path}): {report.files} files, {report.chunks} chunks"
+        elif args.action == "remove":
+            kb = engine.remove_knowledge_base(args.folder)
+            payload = msgspec.to_builtins(kb)
+            text = f"removed kb:{kb.label} ({kb.path})"
+        else:
+            kbs = engine.knowledge_bases()
+            catalogs = engine.store.branches() if engine.has_index() else {}
+            rows = [{**msgspec.to_builtins(kb), "files": catalogs.get(kb.catalog, 0)} for kb in kbs]
+            payload = rows
+            text = "\n".join(
+                f"kb:{r['label']}  {r['path']}  ({r['source']}, {r['files']} files)" for r in rows
+            )
+            text = text or "no knowledge bases"
+    except KnowledgeBaseError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        engine.close()
+    print(msgspec.json.encode(payload).decode() if args.json else text)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codebase-index", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -193,6 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("kb", help="knowledge bases: extra folders indexed with the project")
+    p.add_argument("action", choices=["add", "list", "remove"])
+    p.add_argument("folder", nargs="?", help="the folder (add/remove): absolute or relative to the root")
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_kb)
 
     from .mcp_server import add_mcp_parser
     from .rpc import add_serve_parser

@@ -94,9 +94,15 @@ def format_index_report(report: Any, skipped: Sequence[Any] = (), limit: int = 5
 
 
 def format_estimate(estimate: Mapping[str, Any]) -> str:
+    costs = ", ".join(
+        f"{name} ${cost:.4f}" if cost is not None else f"{name} n/a"
+        for name, cost in estimate["costUsd"].items()
+    )
     return (
         f"an index run would read {estimate['filesToIndex']} of {estimate['files']} files "
         f"({estimate['bytes'] / 1_048_576:.1f} MiB in all) and drop {estimate['filesToRemove']}; "
+        f"~{estimate['chunks']} chunks, ~{estimate['tokens']} tokens; to embed: ~{estimate['chunksToEmbed']} "
+        f"chunks, ~{estimate['tokensToEmbed']} tokens; embedding cost: {costs}; "
         f"skipped: {_counts(estimate['skipped'])}"
     )
 

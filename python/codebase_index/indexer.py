@@ -45,6 +45,8 @@ class IndexReport(msgspec.Struct):
     chunks_added: int
     skipped: dict[str, int]
     seconds: float
+    # Files per knowledge base (by label) after this run; filled by the engine.
+    knowledge_bases: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 def content_key(language: str, text: str) -> str:
@@ -125,6 +127,9 @@ class Indexer:
         self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
         self._stored_cache: tuple[str, int, frozenset[SkippedRow], dict[str, int]] | None = None
         self._rules: discovery.FileRules | None = None
+        # (branch, generation) at which the last run left every scanned file equal to its stored row.
+        self._synced: tuple[str, int] | None = None
+        self._rescan_clean = False  # the last discover() was a rescan that found every stat unchanged
 
     # -- discovery --------------------------------------------------------------------------------------
 
@@ -144,6 +149,7 @@ class Indexer:
 
     def discover(self) -> discovery.DiscoveryResult:
         """The files to index: a stat-only re-check of the last walk when that is provably enough."""
+        self._rescan_clean = False
         cached = self._rescan()
         if cached is not None:
             return cached
@@ -204,18 +210,21 @@ class Indexer:
         files: list[DiscoveredFile] = []
         append = files.append
         is_reg = stat.S_ISREG
+        clean = True
         for entry in scan.files:
             try:
                 st = lstat(entry.abs_path)
             except OSError:
                 return None
-            if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns and st.st_ino == entry.inode:
+            if st.st_mtime_ns == entry.mtime_ns and st.st_size == entry.size and st.st_ino == entry.inode:
                 append(entry)
             elif st.st_size > max_size or not is_reg(st.st_mode):
                 return None  # now a skip: let the walk say why
             else:
+                clean = False
                 append(DiscoveredFile(entry.path, entry.abs_path, st.st_size, st.st_mtime_ns, st.st_ino))
         scan.files = files
+        self._rescan_clean = clean
         return discovery.DiscoveryResult(files=files, skipped=scan.skipped)
 
     def _stored_rows(self, branch: str, generation: int) -> dict[str, tuple[int, int, int, str, str]]:
@@ -248,6 +257,12 @@ class Indexer:
                 self._read_skips.clear()
             found = self.discover()
             generation = store.generation()
+            if not force and self._rescan_clean and self._synced == (branch, generation):
+                # Same folders, same stats, and the store has not moved since it matched them.
+                _, counts = self._stored_state(branch, generation)
+                skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
+                skipped += [skip for _, skip in self._read_skips.values()]
+                return self._report(branch, counts, 0, len(found.files), 0, 0, skipped, started)
             existing = self._stored_rows(branch, generation)
             skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
 
@@ -282,6 +297,7 @@ class Indexer:
                 and frozenset(skipped) == stored_skipped
                 and store.has_catalog(branch)
             ):
+                self._synced = (branch, generation)
                 return self._report(branch, counts, 0, unchanged, 0, 0, skipped, started)
 
             to_chunk = self._to_chunk(pending, force)
@@ -295,6 +311,7 @@ class Indexer:
 
             chunks_added = self._write(store, branch, pending, to_chunk, finish, force, report)
             counts = store.counts(branch)
+            self._synced = (branch, store.generation())
         files_changed = sum(1 for p in pending if p.text is not None)
         return self._report(
             branch,
@@ -374,7 +391,11 @@ class Indexer:
         store = self.store
         report = progress or (lambda phase, done, total: None)
         wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
-        if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted):
+        if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted) or any(
+            os.path.isdir(os.path.join(self.root, p)) for p in wanted
+        ):
+            # An ignore file changes what other paths mean; a folder that appeared (mkdir, a move
+            # into the tree) holds files no event named: both need the full walk.
             self._rules = None
             return self.run(branch, progress=progress)
         with store.write_lock(timeout=LOCK_WAIT_S):
@@ -433,7 +454,7 @@ class Indexer:
                     store.update_skipped(branch, touched, skipped)
                     store.bump_generation()
 
-                if pending or removed or skipped or touched:
+                if pending or removed or skipped or _has_skips(store, branch, touched):
                     chunks_added = self._write(store, branch, pending, to_chunk, finish, False, report)
                 else:
                     chunks_added = 0
@@ -512,6 +533,14 @@ class Indexer:
                 done += len(batch_keys)
                 report("chunk", done, total)
         return out
+
+
+def _has_skips(store: Store, branch: str, paths: Iterable[str]) -> bool:
+    """Whether any of `paths` has a stored skipped row (a path-level run must then rewrite them)."""
+    return any(
+        store.conn.execute("SELECT 1 FROM skipped WHERE branch=? AND path=?", (branch, p)).fetchone()
+        for p in paths
+    )
 
 
 def _batches_by_size(

@@ -115,6 +115,9 @@ class Sidecar:
         self._timer: threading.Timer | None = None
         self._timer_lock = threading.Lock()
         self._tool_defs: list[dict[str, Any]] | None = None
+        self._changed_paths: set[str] = set()  # from notify/filesChanged, for a path-level re-index
+        self._full_reindex = False
+        runtime.watch_enabled = True  # the sidecar owns the file watcher
 
     # -- output -------------------------------------------------------------------------------------
 
@@ -238,6 +241,12 @@ class Sidecar:
                 req.cancelled.set()
         elif method in ("notify/filesChanged", "notify/branchChanged"):
             log.debug("%s %s", method, params)
+            paths = params.get("paths")
+            with self._timer_lock:
+                if method == "notify/filesChanged" and isinstance(paths, list) and paths:
+                    self._changed_paths.update(str(p) for p in paths if isinstance(p, str) and p)
+                else:
+                    self._full_reindex = True  # a branch change, or changes we were not told about
             self._schedule_reindex()
         else:
             log.debug("ignored notification %s", method)
@@ -292,8 +301,11 @@ class Sidecar:
         try:
             with self.rt.read_lock:
                 engine = self.rt.reader()
-                if engine.has_index():
+                indexed = engine.has_index()
+                if indexed:
                     engine.snapshot()
+            if indexed or engine.config.indexing.auto_index:
+                log.info("file watcher: %s", self.rt.start_watcher())
         except Exception as exc:
             log.warning("engine warm-up failed: %s", exc)
 
@@ -361,6 +373,17 @@ class Sidecar:
             return
         if not self.rt.summary().indexed:
             log.info("files changed but the project is not indexed yet; waiting for an explicit index run")
+            return
+        with self._timer_lock:
+            paths = sorted(self._changed_paths)
+            full = self._full_reindex or not paths
+            self._changed_paths.clear()
+            self._full_reindex = False
+        if not full:
+            try:
+                self.rt.reindex_paths(paths)
+            except Exception as exc:
+                log.warning("path-level re-index of %d notified path(s) failed: %s", len(paths), exc)
             return
         ctx = CallContext(cancelled=self._stopping.is_set)
         for _ in range(600):  # a user-started run may hold the index; wait for it, then catch up

@@ -4,6 +4,7 @@ retrieve -> format. The CLI, the JSON-RPC sidecar and the MCP server all talk to
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import Counter
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from . import knowledge, upkeep
 from .config import Config, index_dir, load_config
 from .git import current_branch
 from .indexer import Indexer, IndexReport, ProgressFn
@@ -62,6 +64,7 @@ class Engine:
         self._store: Store | None = None
         self._snapshot: tuple[str, int, KeywordSnapshot] | None = None
         self._snapshot_lock = threading.Lock()
+        self._indexers: dict[str, Indexer] = {}  # per root: each remembers its last walk
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -87,8 +90,91 @@ class Engine:
     # -- indexing -----------------------------------------------------------------------------------
 
     def index(self, *, force: bool = False, progress: ProgressFn | None = None) -> IndexReport:
-        indexer = Indexer(self.root, self.config, self.store, workers=self.workers)
-        return indexer.run(self.branch(), force=force, progress=progress)
+        # The branch is read from .git/HEAD now, before anything is written: after a checkout the
+        # new branch's catalog is built under the new name, never under the old one.
+        report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
+        report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
+        if report.files_changed or report.files_removed:
+            self.maybe_gc()
+        return report
+
+    def indexer(self, root: Path) -> Indexer:
+        """The indexer of the project or of one knowledge base, kept so no-change runs stay stat-only."""
+        key = str(root)
+        found = self._indexers.get(key)
+        if found is None or found.store is not self.store:
+            found = Indexer(root, self.config, self.store, workers=self.workers)
+            self._indexers[key] = found
+        return found
+
+    def index_paths(self, paths: Sequence[str | Path], *, progress: ProgressFn | None = None) -> IndexReport:
+        """Re-index just these files or folders (absolute, or relative to the project root): what the
+        watcher calls on a save. Paths inside a knowledge base update that knowledge base."""
+        project: list[str] = []
+        per_kb: dict[str, list[str]] = {}
+        kbs = self.knowledge_bases()
+        for raw in paths:
+            path = Path(raw) if Path(raw).is_absolute() else self.root / raw
+            for kb in kbs:
+                if path == Path(kb.path) or Path(kb.path) in path.parents:
+                    per_kb.setdefault(kb.path, []).append(path.relative_to(kb.path).as_posix())
+                    break
+            else:
+                if path == self.root or self.root in path.parents:
+                    project.append(path.relative_to(self.root).as_posix())
+        report = self.indexer(self.root).run_paths(self.branch(), project, progress=progress)
+        for kb in kbs:
+            if kb.path in per_kb:
+                kb_report = self.indexer(Path(kb.path)).run_paths(kb.catalog, per_kb[kb.path])
+                report.knowledge_bases[kb.label] = kb_report.files
+        return report
+
+    # -- knowledge bases, upkeep ----------------------------------------------------------------------
+
+    def knowledge_bases(self) -> list[knowledge.KnowledgeBase]:
+        store = self.store if (self.index_dir / "codebase.db").exists() else None
+        return knowledge.list_knowledge_bases(self.root, self.config, store)
+
+    def _index_knowledge_bases(self, *, force: bool, progress: ProgressFn | None) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for kb in self.knowledge_bases():
+            if not Path(kb.path).is_dir():
+                out[kb.label] = 0  # gone: listed with 0 files until removed; its rows stay for GC
+                continue
+            out[kb.label] = self.indexer(Path(kb.path)).run(kb.catalog, force=force, progress=progress).files
+        return out
+
+    def add_knowledge_base(self, path: str) -> tuple[knowledge.KnowledgeBase, IndexReport]:
+        """Register a folder and index it at once; re-adding a known one just re-indexes it."""
+        store = self.store
+        with store.write_lock(timeout=3.0), store.transaction():
+            kb, _ = knowledge.add(self.root, self.config, store, path)
+        report = self.indexer(Path(kb.path)).run(kb.catalog)
+        return kb, report
+
+    def remove_knowledge_base(self, path: str) -> knowledge.KnowledgeBase:
+        store = self.store
+        with store.write_lock(timeout=3.0), store.transaction():
+            kb = knowledge.remove(self.root, self.config, store, path)
+            store.purge_unreferenced_contents()
+            store.bump_generation()
+        self._indexers.pop(kb.path, None)
+        return kb
+
+    def gc(self) -> upkeep.GcReport:
+        """Drop stale branches, removed knowledge bases, orphaned contents and embeddings."""
+        return upkeep.collect_garbage(self.root, self.config, self.store)
+
+    def maybe_gc(self) -> upkeep.GcReport | None:
+        """Run `gc()` when the `indexing.autoGc` policy says it is due."""
+        if upkeep.auto_gc_due(self.root, self.config, self.store):
+            return self.gc()
+        return None
+
+    def estimate(self, *, force: bool = False) -> upkeep.Estimate:
+        """Files, chunks, tokens and embedding cost per provider of an index run, doing none of it."""
+        store = self.store if self.has_index() else None
+        return upkeep.estimate(self.root, self.config, store, self.branch(), force=force)
 
     # -- searching ----------------------------------------------------------------------------------
 
@@ -101,7 +187,16 @@ class Engine:
             cached = self._snapshot
             if cached is not None and cached[0] == branch and cached[1] == generation:
                 return cached[2]
-            rows = (DocRow(*r) for r in store.iter_branch_postings(branch))
+            rows = itertools.chain(
+                (DocRow(*r) for r in store.iter_branch_postings(branch)),
+                *(
+                    (
+                        DocRow(*r)._replace(path=knowledge.display_path(kb, r[1]))
+                        for r in store.iter_branch_postings(kb.catalog)
+                    )
+                    for kb in self.knowledge_bases()
+                ),
+            )
             bm25 = self.config.search.bm25
             snap = KeywordSnapshot(rows, k1=bm25.k1, b=bm25.b)
             self._snapshot = (branch, generation, snap)

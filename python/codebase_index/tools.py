@@ -34,6 +34,7 @@ from .models import ChunkKind
 
 if TYPE_CHECKING:
     from .service import Engine
+    from .watcher import Watcher
 
 log = logging.getLogger("codebase_index.tools")
 
@@ -150,6 +151,30 @@ class IndexParams(_Params):
 
 class StatusParams(_Params):
     """No parameters."""
+
+
+_KbPath = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, description="The folder: absolute, or relative to the project root (or its label)."
+    ),
+]
+
+
+class AddKnowledgeBaseParams(_Params):
+    """Index an extra folder (docs, a sibling library) with the project."""
+
+    path: _KbPath
+
+
+class ListKnowledgeBasesParams(_Params):
+    """No parameters."""
+
+
+class RemoveKnowledgeBaseParams(_Params):
+    """Stop indexing an extra folder and drop its chunks."""
+
+    path: _KbPath
 
 
 class HealthCheckParams(_Params):
@@ -350,6 +375,9 @@ class Runtime:
         self._reader: Engine | None = None
         self._writer: Engine | None = None
         self.index_runs = 0
+        self.watcher: Watcher | None = None
+        self.watch_enabled = False  # set by the sidecar: MCP and tests do not watch
+        self.watch_note: str | None = None  # why the watcher is off or degraded
 
     def _make_engine(self) -> Engine:
         if self.config_error:
@@ -380,7 +408,78 @@ class Runtime:
         """Index counts straight from SQLite (read-only, no numpy), for a fast `initialize`."""
         return light_summary(self.root, self.index_dir)
 
+    # -- the file watcher (sidecar-owned) --------------------------------------------------------------
+
+    def start_watcher(self) -> str:
+        """Start watching the project and its knowledge bases unless config or the folder says not to;
+        returns the watcher state or why it is off. Idempotent."""
+        from .git import project_marker
+        from .watcher import Watcher
+
+        with self._engines_lock:
+            if self.watcher is not None:
+                return self.watcher.status.state
+        engine = self.writer()
+        cfg = engine.config.indexing
+        if not cfg.watch_files:
+            self.watch_note = "off: indexing.watchFiles is false"
+        elif cfg.require_project_marker and project_marker(self.root) is None:
+            self.watch_note = "off: no project marker (.git, package.json, pyproject.toml, ...) in the root"
+        else:
+            roots = [self.root, *(Path(kb.path) for kb in engine.knowledge_bases() if Path(kb.path).is_dir())]
+            watcher = Watcher(
+                roots,
+                reindex_paths=self.reindex_paths,
+                reindex_all=self.reindex_all,
+                exclude=engine.config.exclude,
+            )
+            with self._engines_lock:
+                self.watcher = watcher
+            watcher.start()
+            self.watch_note = watcher.status.reason
+            return watcher.status.state
+        return self.watch_note
+
+    def stop_watcher(self) -> None:
+        with self._engines_lock:
+            watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.stop()
+
+    def watcher_status(self) -> dict[str, Any]:
+        watcher = self.watcher
+        if watcher is None:
+            return {"state": "disabled" if self.watch_note else "stopped", "reason": self.watch_note}
+        return dict(msgspec.to_builtins(watcher.status))
+
+    def reindex_paths(self, paths: Sequence[str]) -> None:
+        """Path-level re-index (watcher, plugin notifications); waits for a running index call."""
+        with self.index_lock:
+            report = self.writer().index_paths(list(paths))
+            self.index_runs += 1
+        if report.files_changed or report.files_removed:
+            log.info(
+                "re-indexed %d changed path(s): %d changed, %d removed",
+                len(paths),
+                report.files_changed,
+                report.files_removed,
+            )
+
+    def reindex_all(self) -> None:
+        """Full incremental run under the branch HEAD names now (a checkout, or a polling re-scan)."""
+        with self.index_lock:
+            report = self.writer().index()
+            self.index_runs += 1
+        if report.files_changed or report.files_removed:
+            log.info(
+                "re-indexed branch %s: %d changed, %d removed",
+                report.branch,
+                report.files_changed,
+                report.files_removed,
+            )
+
     def close(self) -> None:
+        self.stop_watcher()
         with self._engines_lock:
             for engine in (self._reader, self._writer):
                 if engine is not None:
@@ -491,7 +590,7 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
 
     if p.estimate_only:
         with rt.read_lock:
-            estimate = estimate_index(rt.reader(), force=p.force)
+            estimate = msgspec.to_builtins(rt.reader().estimate(force=p.force))
         return ToolResult(format_estimate(estimate), estimate)
     if not rt.index_lock.acquire(blocking=False):
         raise IndexBusy("an index run is already in progress in this sidecar; try again when it finishes")
@@ -502,6 +601,8 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
         skipped = engine.skipped_files() if p.verbose else []
     finally:
         rt.index_lock.release()
+    if rt.watch_enabled:
+        rt.start_watcher()
     log.info(
         "indexed %d files (%d changed, %d removed) in %.2fs",
         report.files,
@@ -515,38 +616,6 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
     return ToolResult(format_index_report(report, skipped), data)
 
 
-def estimate_index(engine: Engine, *, force: bool) -> dict[str, Any]:
-    """What an index run would touch: discovered files, bytes, and how many differ from the index."""
-    from . import files as discovery
-
-    cfg = engine.config
-    found = discovery.discover(
-        engine.root,
-        include=cfg.include or None,
-        additional_include=cfg.additional_include,
-        exclude=cfg.exclude,
-        max_file_size=cfg.indexing.max_file_size,
-    )
-    existing = engine.store.file_rows(engine.branch()) if engine.has_index() else {}
-    changed = 0
-    for entry in found.files:
-        old = existing.get(entry.path)
-        if (
-            force
-            or old is None
-            or (old.size, old.mtime_ns, old.inode) != (entry.size, entry.mtime_ns, entry.inode)
-        ):
-            changed += 1
-    removed = len(set(existing) - {f.path for f in found.files})
-    return {
-        "files": len(found.files),
-        "bytes": sum(f.size for f in found.files),
-        "filesToIndex": changed,
-        "filesToRemove": removed,
-        "skipped": dict(collections.Counter(s.reason for s in found.skipped)),
-    }
-
-
 def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult:
     from .format import format_status
 
@@ -554,6 +623,7 @@ def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult
         status = rt.reader().status()
     data = msgspec.to_builtins(status)
     data["indexRunning"] = rt.index_lock.locked()
+    data["watcher"] = rt.watcher_status()
     return ToolResult(format_status(status, running=rt.index_lock.locked()), data)
 
 
@@ -568,14 +638,15 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
         branch = engine.branch()
         counts = engine.store.counts(branch)
     purged: int | None = None
+    gc: dict[str, Any] | None = None
     note = ""
     from .store import IndexLockedError
 
     if rt.index_lock.acquire(blocking=False):
         try:
-            store = rt.writer().store
-            with store.write_lock(timeout=0), store.transaction():
-                purged = store.purge_unreferenced_contents()
+            report = rt.writer().gc()
+            purged = report.contents_removed
+            gc = msgspec.to_builtins(report)
         except IndexLockedError:
             note = "purge skipped: another process is indexing"
         finally:
@@ -586,6 +657,7 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
         "ok": rows == ["ok"],
         "quickCheck": rows[:20],
         "purgedContents": purged,
+        "gc": gc,
         "branch": branch,
         "files": counts["files"],
         "chunks": counts["chunks"],
@@ -593,6 +665,60 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
         "note": note or None,
     }
     return ToolResult(format_health(data), data)
+
+
+def _kb_error(exc: Exception) -> ToolError:
+    return InvalidParams(f"invalid params: `path`: {exc}")
+
+
+def handle_kb_add(rt: Runtime, p: AddKnowledgeBaseParams, call: CallContext) -> ToolResult:
+    from .knowledge import KnowledgeBaseError
+
+    if not rt.index_lock.acquire(blocking=False):
+        raise IndexBusy("an index run is in progress in this sidecar; try again when it finishes")
+    try:
+        kb, report = rt.writer().add_knowledge_base(p.path)
+        rt.index_runs += 1
+    except KnowledgeBaseError as exc:
+        raise _kb_error(exc) from exc
+    finally:
+        rt.index_lock.release()
+    if rt.watcher is not None:
+        rt.stop_watcher()  # restart so the new folder is watched too
+        rt.start_watcher()
+    data = {**msgspec.to_builtins(kb), "files": report.files, "chunks": report.chunks}
+    return ToolResult(
+        f"knowledge base kb:{kb.label} ({kb.path}): {report.files} files, {report.chunks} chunks", data
+    )
+
+
+def handle_kb_list(rt: Runtime, p: ListKnowledgeBasesParams, call: CallContext) -> ToolResult:
+    with rt.read_lock:
+        engine = rt.reader()
+        kbs = engine.knowledge_bases()
+        catalogs = engine.store.branches() if engine.has_index() else {}
+    rows = [{**msgspec.to_builtins(kb), "files": catalogs.get(kb.catalog, 0)} for kb in kbs]
+    if not rows:
+        return ToolResult("no knowledge bases (add one with add_knowledge_base)", {"knowledgeBases": []})
+    text = "\n".join(f"kb:{r['label']}  {r['path']}  ({r['source']}, {r['files']} files)" for r in rows)
+    return ToolResult(text, {"knowledgeBases": rows})
+
+
+def handle_kb_remove(rt: Runtime, p: RemoveKnowledgeBaseParams, call: CallContext) -> ToolResult:
+    from .knowledge import KnowledgeBaseError
+
+    if not rt.index_lock.acquire(blocking=False):
+        raise IndexBusy("an index run is in progress in this sidecar; try again when it finishes")
+    try:
+        kb = rt.writer().remove_knowledge_base(p.path)
+    except KnowledgeBaseError as exc:
+        raise _kb_error(exc) from exc
+    finally:
+        rt.index_lock.release()
+    if rt.watcher is not None:
+        rt.stop_watcher()
+        rt.start_watcher()
+    return ToolResult(f"removed knowledge base kb:{kb.label} ({kb.path})", msgspec.to_builtins(kb))
 
 
 def handle_metrics(rt: Runtime, p: MetricsParams, call: CallContext) -> ToolResult:
@@ -708,6 +834,33 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The most recent log records of the index service; use it to find out why indexing or search failed.",
         LogsParams,
         handle_logs,
+    ),
+    ToolSpec(
+        "add_knowledge_base",
+        "kb_add",
+        "Add a knowledge base",
+        "Index an extra folder outside the project (documentation, a sibling library) together with it; "
+        "search results from it show as kb:<folder>/<path>. It is kept up to date like the project.",
+        AddKnowledgeBaseParams,
+        handle_kb_add,
+        read_only=False,
+    ),
+    ToolSpec(
+        "list_knowledge_bases",
+        "kb_list",
+        "List knowledge bases",
+        "The extra folders indexed with this project, where each comes from and how many files it holds.",
+        ListKnowledgeBasesParams,
+        handle_kb_list,
+    ),
+    ToolSpec(
+        "remove_knowledge_base",
+        "kb_remove",
+        "Remove a knowledge base",
+        "Stop indexing an extra folder and drop its chunks from the index.",
+        RemoveKnowledgeBaseParams,
+        handle_kb_remove,
+        read_only=False,
     ),
 )
 

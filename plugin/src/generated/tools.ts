@@ -216,6 +216,54 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
       },
       "additionalProperties": false
     }
+  },
+  {
+    "name": "add_knowledge_base",
+    "method": "kb_add",
+    "description": "Index an extra folder outside the project (documentation, a sibling library) together with it; search results from it show as kb:<folder>/<path>. It is kept up to date like the project.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "path": {
+          "description": "The folder: absolute, or relative to the project root (or its label).",
+          "type": "string",
+          "minLength": 1
+        }
+      },
+      "required": [
+        "path"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "list_knowledge_bases",
+    "method": "kb_list",
+    "description": "The extra folders indexed with this project, where each comes from and how many files it holds.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "remove_knowledge_base",
+    "method": "kb_remove",
+    "description": "Stop indexing an extra folder and drop its chunks from the index.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "path": {
+          "description": "The folder: absolute, or relative to the project root (or its label).",
+          "type": "string",
+          "minLength": 1
+        }
+      },
+      "required": [
+        "path"
+      ],
+      "additionalProperties": false
+    }
   }
 ];
 
@@ -253,6 +301,14 @@ export function toolArgs(z: Z) {
     index_logs: {
       limit: z.number().int().min(1).max(1000).optional().describe("How many records (default 50)."),
       level: z.enum(["debug", "error", "info", "warning"]).optional().describe("Only records at this level or above."),
+    },
+    add_knowledge_base: {
+      path: z.string().min(1).describe("The folder: absolute, or relative to the project root (or its label)."),
+    },
+    list_knowledge_bases: {
+    },
+    remove_knowledge_base: {
+      path: z.string().min(1).describe("The folder: absolute, or relative to the project root (or its label)."),
     },
   };
 }
