@@ -312,3 +312,19 @@ def test_config_reference_covers_every_field_with_meaning_and_valid_default() ->
             node = node.setdefault(p, {})  # type: ignore[assignment]
         node[leaf] = json.loads(default)
     assert msgspec.convert(nested, Config) == Config(custom_provider=CustomProviderConfig())
+
+
+def test_debug_section_sets_the_log_level(tmp_path: Path) -> None:
+    from codebase_index.config import effective_log_level, load_config
+    from codebase_index.rpc import resolve_log_level
+
+    assert effective_log_level(Config()) == "INFO"
+    (tmp_path / ".opencode").mkdir()
+    (tmp_path / ".opencode" / "codebase-index.json").write_text('{"debug": {"logLevel": "warn"}}')
+    assert effective_log_level(load_config(tmp_path, global_dir=tmp_path / "none")) == "WARNING"
+    (tmp_path / ".opencode" / "codebase-index.json").write_text('{"debug": {"enabled": true}}')
+    assert effective_log_level(load_config(tmp_path, global_dir=tmp_path / "none")) == "DEBUG"
+    assert resolve_log_level(tmp_path, "error") == "error"
+    (tmp_path / ".opencode" / "codebase-index.json").write_text('{"debug": {"logSearch": true}}')
+    with pytest.raises(ConfigError, match="logSearch"):
+        load_config(tmp_path, global_dir=tmp_path / "none")

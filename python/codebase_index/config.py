@@ -74,11 +74,6 @@ class IndexingConfig(_Section, frozen=True):
     max_file_size: Annotated[int, _m("Files larger than this many bytes are skipped (too-large)", ge=1)] = (
         1_048_576
     )
-    max_chunks_per_file: Annotated[int, _m("Most semantic chunks kept per file", ge=1)] = 100
-    fallback_to_text_on_max_chunks: Annotated[
-        bool, _m("Past maxChunksPerFile, cut the rest of the file into line blocks instead of dropping it")
-    ] = True
-    semantic_only: Annotated[bool, _m("Keep only functions/classes/..., drop generic blocks")] = False
     retries: Annotated[int, _m("Embedding retry attempts", ge=0)] = 3
     retry_delay_ms: Annotated[int, _m("Initial embedding retry delay (doubles each attempt)", ge=0)] = 1000
     auto_gc: Annotated[bool, _m("Remove orphaned index entries periodically")] = True
@@ -118,14 +113,19 @@ class RerankerConfig(_Section, frozen=True):
 
 
 class DebugConfig(_Section, frozen=True):
-    enabled: Annotated[bool, _m("Write debug logs")] = False
-    log_level: Annotated[Literal["error", "warn", "info", "debug"], _m("Least severe level logged")] = "info"
-    log_search: Annotated[bool, _m("Log search timings and candidate counts")] = True
-    log_embedding: Annotated[bool, _m("Log embedding batches and retries")] = True
-    log_cache: Annotated[bool, _m("Log embedding-cache hits and misses")] = True
-    log_gc: Annotated[bool, _m("Log index clean-ups")] = True
-    log_branch: Annotated[bool, _m("Log git branch switches")] = True
-    metrics: Annotated[bool, _m("Collect operation metrics while debug logging is on")] = True
+    enabled: Annotated[
+        bool, _m("Log at debug level (search timings, embedding batches, branch switches)")
+    ] = False
+    log_level: Annotated[
+        Literal["error", "warn", "info", "debug"], _m("Least severe level logged when debug is off")
+    ] = "info"
+
+
+def effective_log_level(config: Config) -> str:
+    """The logging level name the sidecar and MCP server use for this config."""
+    if config.debug.enabled:
+        return "DEBUG"
+    return {"warn": "WARNING"}.get(config.debug.log_level, config.debug.log_level.upper())
 
 
 EmbeddingProviderName = Literal["auto", "embedded", "openai", "google", "ollama", "custom"]

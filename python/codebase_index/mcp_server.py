@@ -187,7 +187,7 @@ async def _serve(runtime: Runtime) -> None:
 def cmd_mcp(args: argparse.Namespace) -> int:
     import anyio
 
-    from .rpc import configure_logging
+    from .rpc import configure_logging, resolve_log_level
 
     root = Path(args.project or os.environ.get("CODEBASE_INDEX_ROOT") or Path.cwd())
     if not root.is_dir():
@@ -195,7 +195,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return 1
     buffer = tools.LogBuffer()
     runtime = Runtime(root, index_dir=Path(args.index_dir) if args.index_dir else None, logs=buffer)
-    configure_logging(runtime.index_dir, args.log_level, buffer)
+    configure_logging(runtime.index_dir, resolve_log_level(runtime.root, args.log_level), buffer)
     log.info("MCP server %s serving %s (index %s)", __version__, runtime.root, runtime.index_dir)
     try:
         anyio.run(_serve, runtime)
@@ -209,5 +209,9 @@ def add_mcp_parser(sub: Any) -> None:
     p = sub.add_parser("mcp", help="serve the search tools over MCP on stdin/stdout")
     p.add_argument("--project", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
     p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.opencode/index)")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="default: from the config's `debug` section (info)",
+    )
     p.set_defaults(func=cmd_mcp)

@@ -304,6 +304,8 @@ class Sidecar:
                 indexed = engine.has_index()
                 if indexed:
                     engine.snapshot()
+            if indexed:
+                self.rt.start_embedding()  # resumes whatever a previous session left pending
             if indexed or engine.config.indexing.auto_index:
                 log.info("file watcher: %s", self.rt.start_watcher())
         except Exception as exc:
@@ -405,6 +407,18 @@ class Sidecar:
 # -- process entry --------------------------------------------------------------------------------------
 
 
+def resolve_log_level(root: Path, flag: str | None) -> str:
+    """--log-level wins; otherwise the project's `debug` config (a broken config is reported elsewhere)."""
+    if flag:
+        return flag
+    from .config import ConfigError, effective_log_level, load_config
+
+    try:
+        return effective_log_level(load_config(root))
+    except ConfigError:
+        return "info"
+
+
 def configure_logging(index_dir: Path, level: str, buffer: tools.LogBuffer) -> None:
     """Logs to stderr, a small rotating file in the index folder, and the in-memory ring for `logs`."""
     from logging.handlers import RotatingFileHandler
@@ -468,7 +482,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"codebase-index serve: error: {exc}", file=sys.stderr)
         _refuse(str(exc), inp, out)
         return EXIT_LOCKED
-    configure_logging(runtime.index_dir, args.log_level, buffer)
+    configure_logging(runtime.index_dir, resolve_log_level(root, args.log_level), buffer)
     if runtime.config_error:
         log.error("configuration problem: %s", runtime.config_error)
     try:
@@ -486,7 +500,11 @@ def add_serve_parser(sub: Any) -> None:
 def _add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
     p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.opencode/index)")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="default: from the config's `debug` section (info)",
+    )
     p.add_argument("--workers", type=int, default=WORKERS, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_serve)
 
