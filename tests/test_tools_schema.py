@@ -21,6 +21,8 @@ GENERATED_TS = REPO / "plugin" / "src" / "generated" / "tools.ts"
 EXPECTED_TOOLS = {
     "codebase_search": "search",
     "codebase_peek": "peek",
+    "call_graph": "call_graph",
+    "implementation_lookup": "implementation_lookup",
     "index_codebase": "index",
     "index_status": "status",
     "index_health_check": "health_check",

@@ -234,9 +234,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_kb)
 
+    from .graph.cli import add_graph_parsers
     from .mcp_server import add_mcp_parser
     from .rpc import add_serve_parser
 
+    add_graph_parsers(sub)
     add_serve_parser(sub)
     add_mcp_parser(sub)
     return parser

@@ -8,6 +8,7 @@ re-chunked. Writes go in batches of files, each one transaction.
 from __future__ import annotations
 
 import hashlib
+import logging
 import multiprocessing
 import os
 import stat
@@ -18,15 +19,19 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import msgspec
+from tree_sitter import Tree
 
 from . import files as discovery
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
+from .graph import FileGraph, extract_file, language_spec
+from .graph.store import EdgeRefresh, GraphStore
 from .models import DiscoveredFile, SkippedFile
 from .store import ChunkRecord, FileRow, SkippedRow, Store
 
 ProgressFn = Callable[[str, int, int], None]
+log = logging.getLogger(__name__)
 
 # Below this many files to chunk, worker processes cost more to start than they save.
 PARALLEL_THRESHOLD = 64
@@ -45,8 +50,24 @@ class IndexReport(msgspec.Struct):
     chunks_added: int
     skipped: dict[str, int]
     seconds: float
+    # Files whose code-graph extraction failed this run (their chunks are indexed; see the log).
+    graph_errors: int = 0
+    # What the code-graph edge refresh of this run did (None: nothing was written).
+    graph: EdgeRefresh | None = None
     # Files per knowledge base (by label) after this run; filled by the engine.
     knowledge_bases: dict[str, int] = msgspec.field(default_factory=dict)
+
+
+GRAPH_ENV = "CODEBASE_INDEX_NO_GRAPH"
+
+
+def graph_enabled() -> bool:
+    """The code graph is on unless CODEBASE_INDEX_NO_GRAPH=1 (benchmarks measure the index without it)."""
+    return os.environ.get(GRAPH_ENV, "") not in ("1", "true", "yes")
+
+
+def graph_language(language: str) -> bool:
+    return language_spec(language) is not None and graph_enabled()
 
 
 def content_key(language: str, text: str) -> str:
@@ -63,14 +84,37 @@ def chunk_hash(text: str) -> str:
 
 def chunk_and_tokenize(path: str, text: str, language: str) -> list[ChunkRecord]:
     """The CPU-heavy per-file work, run in worker processes for big batches."""
+    return process_file(path, text, language).records
+
+
+class ProcessedFile(msgspec.Struct):
+    """One file's chunks plus its code graph; `graph_error` says why the graph is missing, if it failed."""
+
+    records: list[ChunkRecord]
+    graph: FileGraph | None = None
+    graph_error: str = ""
+
+
+def process_file(path: str, text: str, language: str) -> ProcessedFile:
+    """Chunk, tokenize and extract the code graph from the chunker's own parse (one parse per file).
+
+    Files the chunker does not parse (minified code cut into windows) get no graph.
+    """
+    trees: list[Tree] = []
+    on_tree = trees.append if graph_language(language) else None
     records = []
-    for span in chunk_text(path, text, language):
+    for span in chunk_text(path, text, language, on_tree=on_tree):
         records.append(ChunkRecord(span, chunk_hash(span.text), dict(Counter(tokenize(span.text)))))
-    return records
+    if not trees:
+        return ProcessedFile(records)
+    try:
+        return ProcessedFile(records, extract_file(path, text, language, trees[0]))
+    except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
+        return ProcessedFile(records, None, f"{type(exc).__name__}: {exc}")
 
 
-def _chunk_many(items: list[tuple[str, str, str]]) -> list[list[ChunkRecord]]:
-    return [chunk_and_tokenize(path, text, language) for path, text, language in items]
+def _chunk_many(items: list[tuple[str, str, str]]) -> list[ProcessedFile]:
+    return [process_file(path, text, language) for path, text, language in items]
 
 
 class _Pending(msgspec.Struct):
@@ -127,6 +171,9 @@ class Indexer:
         self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
         self._stored_cache: tuple[str, int, frozenset[SkippedRow], dict[str, int]] | None = None
         self._rules: discovery.FileRules | None = None
+        # What the last write did to the code graph (edge refresh figures, extraction failures).
+        self.last_graph: EdgeRefresh | None = None
+        self._graph_errors = 0
         # (branch, generation) at which the last run left every scanned file equal to its stored row.
         self._synced: tuple[str, int] | None = None
         self._rescan_clean = False  # the last discover() was a rescan that found every stat unchanged
@@ -250,6 +297,8 @@ class Indexer:
         started = time.perf_counter()
         store = self.store
         report = progress or (lambda phase, done, total: None)
+        self._graph_errors = 0
+        self.last_graph = None
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
             if force:
@@ -309,7 +358,7 @@ class Indexer:
                 store.mark_catalog(branch)
                 store.bump_generation()
 
-            chunks_added = self._write(store, branch, pending, to_chunk, finish, force, report)
+            chunks_added = self._write(store, branch, pending, removed, to_chunk, finish, force, report)
             counts = store.counts(branch)
             self._synced = (branch, store.generation())
         files_changed = sum(1 for p in pending if p.text is not None)
@@ -352,8 +401,8 @@ class Indexer:
                 to_chunk.setdefault(item.row.content_key, item)
         return to_chunk
 
-    @staticmethod
     def _report(
+        self,
         branch: str,
         counts: dict[str, int],
         changed: int,
@@ -373,6 +422,8 @@ class Indexer:
             chunks_added=chunks_added,
             skipped=dict(Counter(s.reason for s in skipped)),
             seconds=round(time.perf_counter() - started, 3),
+            graph_errors=self._graph_errors,
+            graph=self.last_graph,
         )
 
     # -- path-level runs (the watcher) --------------------------------------------------------------------
@@ -390,6 +441,8 @@ class Indexer:
         started = time.perf_counter()
         store = self.store
         report = progress or (lambda phase, done, total: None)
+        self._graph_errors = 0
+        self.last_graph = None
         wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
         if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted) or any(
             os.path.isdir(os.path.join(self.root, p)) for p in wanted
@@ -455,7 +508,9 @@ class Indexer:
                     store.bump_generation()
 
                 if pending or removed or skipped or _has_skips(store, branch, touched):
-                    chunks_added = self._write(store, branch, pending, to_chunk, finish, False, report)
+                    chunks_added = self._write(
+                        store, branch, pending, removed, to_chunk, finish, False, report
+                    )
                 else:
                     chunks_added = 0
                 counts = store.counts(branch)
@@ -480,12 +535,25 @@ class Indexer:
         store: Store,
         branch: str,
         pending: list[_Pending],
+        removed: Sequence[str],
         to_chunk: dict[str, _Pending],
         finish: Callable[[], None],
         force: bool,
         report: ProgressFn,
     ) -> int:
-        chunked = self._chunk_all(list(to_chunk.values()), report)
+        graphs = GraphStore(store.conn)
+        # Before anything is overwritten: which paths change content, and what their old contents provided
+        # (callers of a removed or renamed symbol must be re-resolved too).
+        before = graphs.branch_keys(branch, [p.row.path for p in pending] + list(removed))
+        changed = [p.row.path for p in pending if before.get(p.row.path) != p.row.content_key]
+        old_names = graphs.content_provides({before[p] for p in [*changed, *removed] if p in before})
+        processed = self._chunk_all(list(to_chunk.values()), report)
+        chunked = {key: item.records for key, item in processed.items()}
+        self._graph_errors = 0
+        for key, done in processed.items():
+            if done.graph_error:
+                self._graph_errors += 1
+                log.warning("code graph of %s not extracted: %s", to_chunk[key].row.path, done.graph_error)
         vocab = store.vocabulary() if chunked else None
         chunks_added = 0
         total = len(pending)
@@ -500,25 +568,33 @@ class Indexer:
                         store.add_content(
                             item.row.content_key, item.row.language, records, vocab, replace=force
                         )
+                        graph = processed[item.row.content_key].graph
+                        if graph is not None:
+                            graphs.add_content(item.row.content_key, graph, replace=force)
                         chunks_added += len(records)
                         del chunked[item.row.content_key]  # one content, stored once
                     store.upsert_file(branch, item.row)
             report("write", min(start + len(batch), total), total)
+        report("graph", 0, 0)
         with store.transaction():
             finish()
+            if graph_enabled():
+                self.last_graph = graphs.refresh_edges(
+                    branch, changed=changed, removed=removed, old_names=old_names, full=force
+                )
         self._rows_cache = None
         self._stored_cache = None
         return chunks_added
 
-    def _chunk_all(self, items: Sequence[_Pending], report: ProgressFn) -> dict[str, list[ChunkRecord]]:
+    def _chunk_all(self, items: Sequence[_Pending], report: ProgressFn) -> dict[str, ProcessedFile]:
         work = [(p.row.path, p.text or "", p.row.language) for p in items]
         keys = [p.row.content_key for p in items]
-        out: dict[str, list[ChunkRecord]] = {}
+        out: dict[str, ProcessedFile] = {}
         total = len(work)
         report("chunk", 0, total)
         if total < PARALLEL_THRESHOLD or self.workers <= 1:
             for i, (key, item) in enumerate(zip(keys, work, strict=True)):
-                out[key] = chunk_and_tokenize(*item)
+                out[key] = process_file(*item)
                 if (i + 1) % 50 == 0 or i + 1 == total:
                     report("chunk", i + 1, total)
             return out

@@ -16,6 +16,8 @@ import msgspec
 from . import knowledge, upkeep
 from .config import Config, index_dir, load_config
 from .git import current_branch
+from .graph.query import CallGraph, ImplementationLookup
+from .graph.store import GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn
 from .models import SearchResult
 from .search import DocRow, Filters, KeywordSnapshot, preview, query_terms
@@ -281,3 +283,54 @@ class Engine:
 
     def skipped_files(self) -> list[SkippedRow]:
         return self.store.skipped(self.branch())
+
+    # -- code graph ---------------------------------------------------------------------------------
+
+    def call_graph(
+        self,
+        target: str,
+        *,
+        direction: str = "callers",
+        depth: int = 1,
+        include_name_matches: bool = False,
+        limit: int = 100,
+    ) -> CallGraph:
+        """Callers or callees of a symbol (name, `Class.method` or `path#qualified` id) on this branch."""
+        from .graph.query import call_graph
+
+        if direction not in ("callers", "callees"):
+            raise ValueError(f"direction must be 'callers' or 'callees', not {direction!r}")
+        return call_graph(
+            GraphStore(self.store.conn),
+            self.branch(),
+            target,
+            direction="callers" if direction == "callers" else "callees",
+            depth=depth,
+            include_name_matches=include_name_matches,
+            limit=limit,
+        )
+
+    def implementation_lookup(self, query: str, *, limit: int = 5) -> ImplementationLookup:
+        """Where something is really implemented: definitions first, then search (not tests/docs/stubs)."""
+        from .graph.query import implementation_lookup
+
+        def search(q: str, top_k: int) -> list[SearchResult]:
+            return self.search(q, top_k=top_k).results
+
+        return implementation_lookup(
+            GraphStore(self.store.conn),
+            self.branch(),
+            query,
+            search=search,
+            read=self._read_lines,
+            limit=limit,
+        )
+
+    def _read_lines(self, path: str, start: int, end: int) -> str | None:
+        """Lines start..end of a project file as it is on disk now (None when it is gone or unreadable)."""
+        try:
+            with open(self.root / path, encoding="utf-8", errors="replace") as handle:
+                lines = handle.read().splitlines()
+        except OSError:
+            return None
+        return "\n".join(lines[start - 1 : end])

@@ -92,6 +92,60 @@ EMBEDDING_TABLES = """
         """
 
 
+# The code graph (codebase_index.graph.store): definitions and references per file content, like chunks;
+# per branch, refreshed incrementally by each index run: resolved call edges (exact/import) and call sites
+# matched by name only (one row per site; the candidates are the definitions with that name).
+GRAPH_TABLES = """
+        CREATE TABLE graph_contents (
+            content_key TEXT PRIMARY KEY,
+            language TEXT NOT NULL,
+            package TEXT,
+            refs BLOB NOT NULL,
+            imports BLOB NOT NULL
+        );
+        CREATE TABLE graph_defs (
+            content_key TEXT NOT NULL,
+            ordinal INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            qualified TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            bases TEXT NOT NULL,
+            PRIMARY KEY (content_key, ordinal)
+        );
+        CREATE INDEX graph_defs_name ON graph_defs (name);
+        CREATE TABLE graph_edges (
+            branch TEXT NOT NULL,
+            caller TEXT NOT NULL,
+            caller_path TEXT NOT NULL,
+            caller_line INTEGER NOT NULL,
+            line INTEGER NOT NULL,
+            callee TEXT NOT NULL,
+            callee_name TEXT NOT NULL,
+            callee_path TEXT NOT NULL,
+            callee_line INTEGER NOT NULL,
+            confidence TEXT NOT NULL,
+            candidates INTEGER NOT NULL
+        );
+        CREATE INDEX graph_edges_callee ON graph_edges (branch, callee_path, callee);
+        CREATE INDEX graph_edges_caller ON graph_edges (branch, caller_path, caller);
+        CREATE TABLE graph_name_sites (
+            branch TEXT NOT NULL,
+            caller TEXT NOT NULL,
+            caller_path TEXT NOT NULL,
+            caller_line INTEGER NOT NULL,
+            line INTEGER NOT NULL,
+            name TEXT NOT NULL,
+            member INTEGER NOT NULL,
+            candidates INTEGER NOT NULL
+        );
+        CREATE INDEX graph_name_sites_name ON graph_name_sites (branch, name);
+        CREATE INDEX graph_name_sites_caller ON graph_name_sites (branch, caller_path, caller);
+        CREATE TABLE graph_state (branch TEXT PRIMARY KEY, resolved_at INTEGER NOT NULL);
+        """
+
+
 def _v1(conn: sqlite3.Connection) -> None:
     # Statement by statement: executescript() would COMMIT the migration's open transaction first.
     script = (
@@ -141,6 +195,7 @@ def _v1(conn: sqlite3.Connection) -> None:
         );
         """
         + EMBEDDING_TABLES
+        + GRAPH_TABLES
     )
     for statement in script.split(";"):
         if statement.strip():
@@ -358,6 +413,8 @@ class Store:
             marks = ",".join("?" * len(part))
             self.conn.execute(f"DELETE FROM chunks WHERE content_key IN ({marks})", part)
             self.conn.execute(f"DELETE FROM contents WHERE key IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM graph_defs WHERE content_key IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM graph_contents WHERE content_key IN ({marks})", part)
         return len(orphans)
 
     def chunk_rows(self, chunk_ids: Sequence[int], branch: str) -> dict[int, list[ChunkRow]]:

@@ -192,6 +192,47 @@ class LogsParams(_Params):
     level: Annotated[LogLevel, msgspec.Meta(description="Only records at this level or above.")] | None = None
 
 
+GraphDirection = Literal["callers", "callees"]
+
+
+class CallGraphParams(_Params):
+    """Who calls a function, method or class across files, or what it calls. Give `name` or `symbolId`."""
+
+    name: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                min_length=1, description="Function, method or class: `parse`, `Session.send`, `Foo::new`."
+            ),
+        ]
+        | None
+    ) = None
+    symbol_id: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                min_length=1, description="One exact symbol from an earlier result: `path#Qualified.name`."
+            ),
+        ]
+        | None
+    ) = None
+    direction: Annotated[
+        GraphDirection, msgspec.Meta(description="callers: who calls it (default); callees: what it calls.")
+    ] = "callers"
+    depth: Annotated[int, msgspec.Meta(ge=1, le=3, description="Hops to follow (default 1).")] = 1
+    include_name_matches: Annotated[
+        bool, msgspec.Meta(description="Also list call sites matched by name only (receiver type unknown).")
+    ] = False
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500, description="Most calls returned (default 100).")] = 100
+
+
+class ImplementationLookupParams(_Params):
+    """Where something is really implemented: an identifier or a description of a definition."""
+
+    query: _Query
+    limit: Annotated[int, msgspec.Meta(ge=1, le=20, description="How many definitions (default 5).")] = 5
+
+
 # -- results ------------------------------------------------------------------------------------------
 
 
@@ -755,6 +796,45 @@ def handle_logs(rt: Runtime, p: LogsParams, call: CallContext) -> ToolResult:
     return ToolResult(format_logs(records), data)
 
 
+def handle_call_graph(rt: Runtime, p: CallGraphParams, call: CallContext) -> ToolResult:
+    from .graph.text import format_call_graph
+
+    if (p.name is None) == (p.symbol_id is None):
+        raise InvalidParams("invalid params: give exactly one of `name` or `symbolId`")
+    if p.symbol_id is not None and "#" not in p.symbol_id:
+        raise InvalidParams(
+            "invalid params: `symbolId` is `path#Qualified.name`, as call_graph results give it"
+        )
+    target = (p.symbol_id or p.name or "").strip()
+    if not target:
+        raise InvalidParams("invalid params: `name` is empty")
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        graph = engine.call_graph(
+            target,
+            direction=p.direction,
+            depth=p.depth,
+            include_name_matches=p.include_name_matches,
+            limit=p.limit,
+        )
+    call.check_cancelled()
+    return ToolResult(format_call_graph(graph), msgspec.to_builtins(graph))
+
+
+def handle_implementation_lookup(rt: Runtime, p: ImplementationLookupParams, call: CallContext) -> ToolResult:
+    from .graph.text import format_implementation
+
+    if not p.query.strip():
+        raise InvalidParams("invalid params: `query` is empty")
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        found = engine.implementation_lookup(p.query, limit=p.limit)
+    call.check_cancelled()
+    return ToolResult(format_implementation(found), msgspec.to_builtins(found))
+
+
 # -- the registry -------------------------------------------------------------------------------------
 
 
@@ -789,6 +869,27 @@ TOOLS: tuple[ToolSpec, ...] = (
         "getting an overview of where something is; then read the files you need.",
         PeekParams,
         handle_peek,
+    ),
+    ToolSpec(
+        "call_graph",
+        "call_graph",
+        "Call graph",
+        "Who calls a function/method/class, or what it calls, across files (depth 1-3), with file:line of "
+        "each call site. Calls are resolved through imports, the same file/package and known receiver types; "
+        "calls matched only by name are counted and listed on request (includeNameMatches). Use it for 'who "
+        "calls X', 'what does X call', and before changing a function's signature.",
+        CallGraphParams,
+        handle_call_graph,
+    ),
+    ToolSpec(
+        "implementation_lookup",
+        "implementation_lookup",
+        "Find the implementation",
+        "Go to where something is really implemented: give an identifier (`parse_args`, `Session.send`) or "
+        "describe the definition ('function that retries failed uploads'). Returns the definition's code, "
+        "real code before tests, docs, examples and type stubs; falls back to search.",
+        ImplementationLookupParams,
+        handle_implementation_lookup,
     ),
     ToolSpec(
         "index_codebase",

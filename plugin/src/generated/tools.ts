@@ -135,6 +135,80 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
     }
   },
   {
+    "name": "call_graph",
+    "method": "call_graph",
+    "description": "Who calls a function/method/class, or what it calls, across files (depth 1-3), with file:line of each call site. Calls are resolved through imports, the same file/package and known receiver types; calls matched only by name are counted and listed on request (includeNameMatches). Use it for 'who calls X', 'what does X call', and before changing a function's signature.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "name": {
+          "description": "Function, method or class: `parse`, `Session.send`, `Foo::new`.",
+          "type": "string",
+          "minLength": 1
+        },
+        "symbolId": {
+          "description": "One exact symbol from an earlier result: `path#Qualified.name`.",
+          "type": "string",
+          "minLength": 1
+        },
+        "direction": {
+          "description": "callers: who calls it (default); callees: what it calls.",
+          "enum": [
+            "callees",
+            "callers"
+          ],
+          "default": "callers"
+        },
+        "depth": {
+          "description": "Hops to follow (default 1).",
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 3,
+          "default": 1
+        },
+        "includeNameMatches": {
+          "description": "Also list call sites matched by name only (receiver type unknown).",
+          "type": "boolean",
+          "default": false
+        },
+        "limit": {
+          "description": "Most calls returned (default 100).",
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 500,
+          "default": 100
+        }
+      },
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "implementation_lookup",
+    "method": "implementation_lookup",
+    "description": "Go to where something is really implemented: give an identifier (`parse_args`, `Session.send`) or describe the definition ('function that retries failed uploads'). Returns the definition's code, real code before tests, docs, examples and type stubs; falls back to search.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "description": "What to look for: words, identifiers, a phrase.",
+          "type": "string",
+          "minLength": 1
+        },
+        "limit": {
+          "description": "How many definitions (default 5).",
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 20,
+          "default": 5
+        }
+      },
+      "required": [
+        "query"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
     "name": "index_codebase",
     "method": "index",
     "description": "Build or update the search index (only changed files are re-read). Run it when search says the project is not indexed or results look stale; estimateOnly counts the work without doing it; force re-chunks everything.",
@@ -286,6 +360,18 @@ export function toolArgs(z: Z) {
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
       chunkType: z.enum(["block", "class", "enum", "function", "impl", "interface", "method", "module", "section", "struct", "trait", "type"]).optional().describe("Only chunks of this kind."),
+    },
+    call_graph: {
+      name: z.string().min(1).optional().describe("Function, method or class: `parse`, `Session.send`, `Foo::new`."),
+      symbolId: z.string().min(1).optional().describe("One exact symbol from an earlier result: `path#Qualified.name`."),
+      direction: z.enum(["callees", "callers"]).optional().describe("callers: who calls it (default); callees: what it calls."),
+      depth: z.number().int().min(1).max(3).optional().describe("Hops to follow (default 1)."),
+      includeNameMatches: z.boolean().optional().describe("Also list call sites matched by name only (receiver type unknown)."),
+      limit: z.number().int().min(1).max(500).optional().describe("Most calls returned (default 100)."),
+    },
+    implementation_lookup: {
+      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
+      limit: z.number().int().min(1).max(20).optional().describe("How many definitions (default 5)."),
     },
     index_codebase: {
       force: z.boolean().optional().describe("Re-chunk every file instead of only changed ones."),

@@ -20,6 +20,9 @@ Decisions worth knowing (details in `code.py`, `text.py`, `data.py`):
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+
+from tree_sitter import Tree
 
 from codebase_index.chunking.code import chunk_code
 from codebase_index.chunking.data import chunk_data
@@ -38,11 +41,17 @@ _MINIFIED_LINE_CHARS = 400  # average characters per line above which a file cou
 
 
 def chunk_text(
-    path: str, text: str, language: str | None = None, *, max_chunk_tokens: int = 512
+    path: str,
+    text: str,
+    language: str | None = None,
+    *,
+    max_chunk_tokens: int = 512,
+    on_tree: Callable[[Tree], None] | None = None,
 ) -> list[ChunkSpan]:
     """Cut one file into chunks ordered by start line; every non-blank line lands in some chunk.
 
     `language` defaults to `language_for_path(path)`; unknown languages get line windows.
+    `on_tree` receives the tree-sitter tree of a grammar-chunked file (the code graph reuses it).
     `max_chunk_tokens` bounds a chunk at about 4 characters per token: larger definitions are
     split into overlapping windows that repeat the signature line.
     """
@@ -60,7 +69,7 @@ def chunk_text(
     spec = SPECS.get(language or "")
     if spec is not None:
         try:
-            return chunk_code(text, lines, spec, max_chars)
+            return chunk_code(text, lines, spec, max_chars, on_tree)
         except Exception:  # a grammar or resolver surprise must not lose the file
             _log.warning("chunking %s as %s failed; using line windows", path, language, exc_info=True)
             return chunk_windows(lines, max_chars)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 import threading
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from tree_sitter import Node, Parser
+from tree_sitter import Node, Parser, Tree
 from tree_sitter_language_pack import get_parser
 
 from codebase_index.chunking.languages import CodeSpec, Def, node_text
@@ -404,10 +404,21 @@ def _emit_gap(
         gaps.append(Piece(a, b, "block", symbol))
 
 
-def chunk_code(text: str, lines: list[str], spec: CodeSpec, max_chars: int) -> list[ChunkSpan]:
-    """Chunk one source file with its grammar; syntax errors only make more `block` chunks."""
+def chunk_code(
+    text: str,
+    lines: list[str],
+    spec: CodeSpec,
+    max_chars: int,
+    on_tree: Callable[[Tree], None] | None = None,
+) -> list[ChunkSpan]:
+    """Chunk one source file with its grammar; syntax errors only make more `block` chunks.
+
+    `on_tree` receives the parsed tree, so the code graph extracts from the same parse.
+    """
     src = parse_source(text)
     tree = parser_for(spec.grammar).parse(src)
+    if on_tree is not None:
+        on_tree(tree)
     walker = _Walker(spec, src, lines)
     walker.walk(tree.root_node.children, (), "", -1, 0)
     pieces = _fill_gaps(walker, lines, max_chars)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from .extract import python_module, rust_module
@@ -527,19 +527,25 @@ def _same(t: _Target, b: ImportBinding) -> bool:
 
 
 def resolve_with_stats(
-    files: Sequence[FileGraph], max_candidates: int | None = DEFAULT_MAX_CANDIDATES
+    files: Sequence[FileGraph],
+    max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
+    *,
+    only: Collection[str] | None = None,
 ) -> tuple[list[Edge], ResolveStats]:
     """Edges for every call site that reaches the repo's own code, plus counts of what did not.
 
     A call site matched only by name to more than `max_candidates` definitions (`x.get()` against
     every `get` method of a large repo) yields no edges and is counted in `stats.too_ambiguous`;
-    None keeps them all. Exact and import-resolved sites are never capped.
+    None keeps them all. Exact and import-resolved sites are never capped. `only` limits the call
+    sites to those in these paths (every file still serves as a target): incremental re-resolution.
     """
     r = _Resolver(files)
     stats = ResolveStats()
     edges: list[Edge] = []
     seen: set[tuple[str, str, int, str, str, int]] = set()
     for f in files:
+        if only is not None and f.path not in only:
+            continue
         spec = language_spec(f.language)
         if spec is None:
             continue

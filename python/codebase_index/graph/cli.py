@@ -1,0 +1,95 @@
+"""`codebase-index callers NAME`, `callees NAME` and `impl QUERY`: the code graph on the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+import msgspec
+
+if TYPE_CHECKING:
+    from ..service import Engine
+
+
+def _engine(args: argparse.Namespace) -> Engine:
+    """The project's engine, indexing first when there is no index yet (like `search`)."""
+    from ..cli import Progress, _engine
+
+    engine = _engine(args)
+    if not engine.has_index():
+        engine.index(progress=Progress(sys.stderr, enabled=not args.json))
+    return engine
+
+
+def cmd_call_graph(args: argparse.Namespace) -> int:
+    from ..cli import CliError
+    from .text import format_call_graph
+
+    name = " ".join(args.name).strip()
+    if not name:
+        raise CliError("the symbol name is empty")
+    if not 1 <= args.depth <= 3:
+        raise CliError("--depth must be 1, 2 or 3")
+    engine = _engine(args)
+    try:
+        graph = engine.call_graph(
+            name,
+            direction=args.direction,
+            depth=args.depth,
+            include_name_matches=args.name_matches,
+            limit=args.limit,
+        )
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(graph).decode() + "\n")
+    else:
+        print(format_call_graph(graph))
+    return 0 if graph.roots else 1
+
+
+def cmd_impl(args: argparse.Namespace) -> int:
+    from ..cli import CliError
+    from .text import format_implementation
+
+    query = " ".join(args.query).strip()
+    if not query:
+        raise CliError("the query is empty")
+    engine = _engine(args)
+    try:
+        found = engine.implementation_lookup(query, limit=args.top)
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
+    else:
+        print(format_implementation(found))
+    return 0 if found.results else 1
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def add_graph_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for direction, text in (("callers", "who calls NAME"), ("callees", "what NAME calls")):
+        p = sub.add_parser(direction, help=f"code graph: {text} (resolved calls, file:line)")
+        p.add_argument("name", nargs="+", help="a name, Class.method, Type::f, or a path#qualified symbol id")
+        p.add_argument("--depth", type=int, default=1, help="hops to follow, 1-3 (default 1)")
+        p.add_argument("--limit", type=int, default=100, help="most calls listed (default 100)")
+        p.add_argument(
+            "--name-matches", action="store_true", help="also list call sites matched by name only"
+        )
+        _common(p)
+        p.set_defaults(func=cmd_call_graph, direction=direction)
+    p = sub.add_parser("impl", help="where something is really implemented (definitions first)")
+    p.add_argument("query", nargs="+", help="an identifier or a description of a definition")
+    p.add_argument("--top", type=int, default=5, help="how many results (default 5)")
+    _common(p)
+    p.set_defaults(func=cmd_impl)
+
+
+__all__ = ["add_graph_parsers"]

@@ -1,0 +1,429 @@
+"""Persistence of the code graph in the index database, next to the chunks.
+
+Definitions, references and imports belong to a file CONTENT (`content_key`), like chunks: unchanged
+content is never re-extracted and branches share it. Resolved call edges belong to a BRANCH and are
+refreshed incrementally after each index run: only files whose references or imports mention a name
+that the changed files define (or defined) are re-resolved; the rest of the branch keeps its edges.
+
+The tables are created by the `_v1` script in `codebase_index.store`; this module only reads and writes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import sqlite3
+import time
+from collections.abc import Collection, Iterable, Iterator, Sequence
+
+import msgspec
+
+from .extract import python_module, rust_module
+from .records import MODULE_CALLER, Definition, Edge, FileGraph, ImportBinding, Reference
+from .resolve import resolve_with_stats
+
+# Above this share of the branch's files affected by a change, resolving everything is cheaper than
+# working out (and deleting) what changed.
+FULL_RESOLVE_SHARE = 0.5
+_CHUNK = 500
+
+_RefRow = tuple[str, str | None, str, int, str | None, str | None]
+_ImportRow = tuple[str, str, str | None, int]
+_refs_decoder = msgspec.msgpack.Decoder(list[_RefRow])
+_imports_decoder = msgspec.msgpack.Decoder(list[_ImportRow])
+_encoder = msgspec.msgpack.Encoder()
+
+
+class EdgeRefresh(msgspec.Struct):
+    """What one edge refresh did (reported by the indexer and the graph benchmark)."""
+
+    mode: str  # "full" | "incremental" | "none"
+    files: int
+    files_resolved: int
+    edges: int
+    edges_written: int
+    seconds: float
+
+
+class DefinitionRow(msgspec.Struct, frozen=True):
+    """A definition as stored on one branch; `symbol_id` is `path#qualified`."""
+
+    name: str
+    qualified: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    language: str
+
+    @property
+    def symbol_id(self) -> str:
+        return f"{self.path}#{self.qualified}"
+
+
+class EdgeRow(msgspec.Struct, frozen=True):
+    """A stored call edge: call site (caller, caller_path, line) -> callee definition."""
+
+    caller: str
+    caller_path: str
+    caller_line: int
+    line: int
+    callee: str
+    callee_path: str
+    callee_line: int
+    confidence: str
+    candidates: int
+
+
+def _package(language: str, path: str, stored: str | None) -> str | None:
+    """Python and Rust packages follow from the path, which the per-content rows do not hold."""
+    if language == "python":
+        return python_module(path)
+    if language == "rust":
+        return "::".join(("crate", *rust_module(path)[1]))
+    return stored
+
+
+def _module_names(path: str) -> set[str]:
+    """Names under which other files import the module at `path` (its stem; the folder for index files)."""
+    stem = posixpath.basename(path).split(".", 1)[0]
+    names = {stem}
+    if stem in ("__init__", "index", "mod", "lib", "main"):
+        names.add(posixpath.basename(posixpath.dirname(path)))
+    return names
+
+
+def _segments(text: str | None) -> Iterator[str]:
+    if text:
+        yield from text.replace("::", ".").split(".")
+
+
+def _mentions(graph: FileGraph) -> set[str]:
+    """Every name a file's resolution can depend on: call names, receiver/type segments, imports."""
+    out: set[str] = set()
+    for r in graph.references:
+        out.add(r.name)
+        out.update(_segments(r.receiver))
+        out.update(_segments(r.receiver_type))
+    for b in graph.imports:
+        out.add(b.local)
+        if b.imported:
+            out.add(b.imported)
+        out.update(_segments(b.module.replace("/", ".")))
+    return out
+
+
+def _provides(graph: FileGraph) -> set[str]:
+    """Names a file makes visible to others: its definitions, its re-exports, its module name."""
+    out = {d.name for d in graph.definitions}
+    out.update(b.local for b in graph.imports)
+    out.update(_module_names(graph.path))
+    return out
+
+
+class GraphStore:
+    """Reads and writes the graph tables over an open index connection (the caller owns transactions)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    # -- per-content records ------------------------------------------------------------------------
+
+    def add_content(self, key: str, graph: FileGraph, *, replace: bool = False) -> None:
+        """Store what one content defines and references; a no-op when stored, unless `replace`."""
+        if self.conn.execute("SELECT 1 FROM graph_contents WHERE content_key=?", (key,)).fetchone():
+            if not replace:
+                return
+            self.delete_contents([key])
+        package = graph.package if graph.language not in ("python", "rust") else None
+        refs = [(r.name, r.receiver, r.kind, r.line, r.caller, r.receiver_type) for r in graph.references]
+        imports = [(b.local, b.module, b.imported, b.line) for b in graph.imports]
+        self.conn.execute(
+            "INSERT INTO graph_contents (content_key, language, package, refs, imports) VALUES (?,?,?,?,?)",
+            (key, graph.language, package, _encoder.encode(refs), _encoder.encode(imports)),
+        )
+        self.conn.executemany(
+            """INSERT INTO graph_defs (content_key, ordinal, name, qualified, kind, start_line, end_line,
+                                      bases) VALUES (?,?,?,?,?,?,?,?)""",
+            [
+                (key, i, d.name, d.qualified, d.kind, d.start_line, d.end_line, ",".join(d.bases))
+                for i, d in enumerate(graph.definitions)
+            ],
+        )
+
+    def delete_contents(self, keys: Sequence[str]) -> None:
+        for start in range(0, len(keys), _CHUNK):
+            part = list(keys[start : start + _CHUNK])
+            marks = ",".join("?" * len(part))
+            self.conn.execute(f"DELETE FROM graph_defs WHERE content_key IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM graph_contents WHERE content_key IN ({marks})", part)
+
+    def load_branch(self, branch: str, paths: Collection[str] | None = None) -> list[FileGraph]:
+        """The FileGraphs of every file on `branch` (or of `paths` only) with a stored graph."""
+        defs: dict[str, list[Definition]] = {}
+        for path, name, qualified, kind, start, end, bases in self.conn.execute(
+            """SELECT f.path, d.name, d.qualified, d.kind, d.start_line, d.end_line, d.bases
+               FROM files f JOIN graph_defs d ON d.content_key = f.content_key
+               WHERE f.branch = ? ORDER BY f.path, d.ordinal""",
+            (branch,),
+        ):
+            if paths is None or path in paths:
+                defs.setdefault(path, []).append(
+                    Definition(
+                        name, qualified, kind, path, start, end, tuple(bases.split(",")) if bases else ()
+                    )
+                )
+        out: list[FileGraph] = []
+        for path, language, package, refs_blob, imports_blob in self.conn.execute(
+            """SELECT f.path, g.language, g.package, g.refs, g.imports
+               FROM files f JOIN graph_contents g ON g.content_key = f.content_key
+               WHERE f.branch = ? ORDER BY f.path""",
+            (branch,),
+        ):
+            if paths is not None and path not in paths:
+                continue
+            refs = [
+                Reference(n, rc, k, path, ln, c, rt)
+                for n, rc, k, ln, c, rt in _refs_decoder.decode(refs_blob)
+            ]
+            imports = [
+                ImportBinding(lo, m, im, path, ln) for lo, m, im, ln in _imports_decoder.decode(imports_blob)
+            ]
+            out.append(
+                FileGraph(
+                    path, language, _package(language, path, package), defs.get(path, []), refs, imports
+                )
+            )
+        return out
+
+    def branch_keys(self, branch: str, paths: Sequence[str]) -> dict[str, str]:
+        """path -> content key of these paths on `branch` (absent paths are left out)."""
+        out: dict[str, str] = {}
+        for start in range(0, len(paths), _CHUNK):
+            part = list(paths[start : start + _CHUNK])
+            marks = ",".join("?" * len(part))
+            out.update(
+                self.conn.execute(
+                    f"SELECT path, content_key FROM files WHERE branch=? AND path IN ({marks})",
+                    (branch, *part),
+                ).fetchall()
+            )
+        return out
+
+    def content_provides(self, keys: Collection[str]) -> set[str]:
+        """Definition names of stored contents (the previous versions of changed or removed files)."""
+        out: set[str] = set()
+        key_list = list(keys)
+        for start in range(0, len(key_list), _CHUNK):
+            part = key_list[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            out.update(
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT name FROM graph_defs WHERE content_key IN ({marks})", part
+                )
+            )
+            for (blob,) in self.conn.execute(
+                f"SELECT imports FROM graph_contents WHERE content_key IN ({marks})", part
+            ):
+                out.update(row[0] for row in _imports_decoder.decode(blob))
+        return out
+
+    # -- per-branch edges ---------------------------------------------------------------------------
+
+    def edges_state(self, branch: str) -> int | None:
+        row = self.conn.execute("SELECT resolved_at FROM graph_state WHERE branch=?", (branch,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def refresh_edges(
+        self,
+        branch: str,
+        *,
+        changed: Collection[str] = (),
+        removed: Collection[str] = (),
+        old_names: Collection[str] = (),
+        full: bool = False,
+    ) -> EdgeRefresh:
+        """Bring the branch's edges up to date after `changed`/`removed` paths (inside a transaction).
+
+        `old_names` are what the previous contents of those paths provided (definitions, re-exports),
+        so callers of a deleted or renamed symbol are re-resolved too. Without stored edges for the
+        branch, or with `full`, everything is resolved.
+        """
+        started = time.perf_counter()
+        if not full and self.edges_state(branch) is None:
+            full = True
+        if not full and not changed and not removed:
+            return EdgeRefresh("none", 0, 0, self._count(branch), 0, 0.0)
+        graphs = self.load_branch(branch)
+        only: set[str] | None = None
+        if not full:
+            changed_set = set(changed)
+            names = set(old_names)
+            for p in removed:
+                names.update(_module_names(p))
+            for g in graphs:
+                if g.path in changed_set:
+                    names.update(_provides(g))
+            only = {g.path for g in graphs if g.path in changed_set or not names.isdisjoint(_mentions(g))}
+            if len(only) > FULL_RESOLVE_SHARE * max(len(graphs), 1):
+                full, only = True, None
+        edges, _ = resolve_with_stats(graphs, only=only)
+        if full:
+            self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
+            self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
+        else:
+            stale = sorted((only or set()) | set(removed))
+            for start in range(0, len(stale), _CHUNK):
+                part = stale[start : start + _CHUNK]
+                marks = ",".join("?" * len(part))
+                for table in ("graph_edges", "graph_name_sites"):
+                    self.conn.execute(
+                        f"DELETE FROM {table} WHERE branch=? AND caller_path IN ({marks})", (branch, *part)
+                    )
+        written = self._insert(branch, graphs, edges)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO graph_state (branch, resolved_at) VALUES (?, ?)",
+            (branch, int(time.time())),
+        )
+        return EdgeRefresh(
+            "full" if full else "incremental",
+            len(graphs),
+            len(graphs) if only is None else len(only),
+            self._count(branch),
+            written,
+            round(time.perf_counter() - started, 3),
+        )
+
+    def _insert(self, branch: str, graphs: Iterable[FileGraph], edges: Sequence[Edge]) -> int:
+        """Resolved edges one row each; name-only matches one row per call site (candidates by query)."""
+        lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
+        resolved = [e for e in edges if e.confidence != "name"]
+        sites: dict[tuple[str, str, int, str], tuple[bool, int]] = {}
+        for e in edges:
+            if e.confidence == "name":
+                name = e.callee.rsplit(".", 1)[-1]
+                sites[(e.caller_path, e.caller, e.line, name)] = ("." in e.callee, e.candidates)
+        self.conn.executemany(
+            """INSERT INTO graph_name_sites (branch, caller, caller_path, caller_line, line, name, member,
+                                             candidates) VALUES (?,?,?,?,?,?,?,?)""",
+            [
+                (branch, caller, path, lines.get((path, caller), 0), line, name, int(member), n)
+                for (path, caller, line, name), (member, n) in sites.items()
+            ],
+        )
+        self.conn.executemany(
+            """INSERT INTO graph_edges (branch, caller, caller_path, caller_line, line, callee, callee_name,
+                                        callee_path, callee_line, confidence, candidates)
+               VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
+            [
+                (
+                    branch,
+                    e.caller,
+                    e.caller_path,
+                    lines.get((e.caller_path, e.caller), 0),
+                    e.line,
+                    e.callee,
+                    e.callee.rsplit(".", 1)[-1],
+                    e.callee_path,
+                    e.callee_line,
+                    e.confidence,
+                    e.candidates,
+                )
+                for e in resolved
+            ],
+        )
+        return len(resolved) + len(sites)
+
+    def name_sites_into(self, branch: str, name: str, member: bool) -> list[EdgeRow]:
+        """Call sites matched to `name` by name only (receiver of unknown type, no import to follow)."""
+        rows = self.conn.execute(
+            """SELECT caller, caller_path, caller_line, line, name, candidates FROM graph_name_sites
+               WHERE branch = ? AND name = ? AND member = ? ORDER BY caller_path, line""",
+            (branch, name, int(member)),
+        )
+        return [EdgeRow(c, cp, cl, ln, n, "", 0, "name", k) for c, cp, cl, ln, n, k in rows]
+
+    def name_sites_out_of(self, branch: str, path: str, qualified: str) -> list[tuple[EdgeRow, bool]]:
+        """Name-only call sites inside one definition, with whether each is a member call."""
+        rows = self.conn.execute(
+            """SELECT caller, caller_path, caller_line, line, name, candidates, member FROM graph_name_sites
+               WHERE branch = ? AND caller_path = ? AND caller = ? ORDER BY line""",
+            (branch, path, qualified),
+        )
+        return [(EdgeRow(c, cp, cl, ln, n, "", 0, "name", k), bool(m)) for c, cp, cl, ln, n, k, m in rows]
+
+    def _count(self, branch: str) -> int:
+        return int(
+            self.conn.execute("SELECT COUNT(*) FROM graph_edges WHERE branch=?", (branch,)).fetchone()[0]
+        )
+
+    def delete_branch(self, branch: str) -> None:
+        self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
+        self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
+        self.conn.execute("DELETE FROM graph_state WHERE branch=?", (branch,))
+
+    # -- queries ------------------------------------------------------------------------------------
+
+    def definitions(self, branch: str, name: str, *, limit: int = 200) -> list[DefinitionRow]:
+        """Definitions on `branch` named `name`, or with that qualified name when it is dotted
+        (`Foo.bar`, `Foo::bar`), or the one `path#qualified` symbol id."""
+        base = """SELECT d.name, d.qualified, d.kind, f.path, d.start_line, d.end_line, f.language
+                  FROM files f JOIN graph_defs d ON d.content_key = f.content_key WHERE f.branch = ?"""
+        if "#" in name:
+            path, _, qualified = name.rpartition("#")
+            rows = self.conn.execute(
+                f"{base} AND f.path = ? AND d.qualified = ? LIMIT ?", (branch, path, qualified, limit)
+            )
+        else:
+            qualified = name.replace("::", ".")
+            last = qualified.rsplit(".", 1)[-1]
+            if "." in qualified:
+                rows = self.conn.execute(
+                    f"{base} AND d.name = ? AND (d.qualified = ? OR d.qualified LIKE ? ESCAPE '\\') LIMIT ?",
+                    (branch, last, qualified, "%." + _like_escape(qualified), limit),
+                )
+            else:
+                rows = self.conn.execute(f"{base} AND d.name = ? LIMIT ?", (branch, last, limit))
+        return [DefinitionRow(*r) for r in rows]
+
+    def edges_into(self, branch: str, path: str, qualified: str) -> list[EdgeRow]:
+        return self._edges("callee_path = ? AND callee = ?", (branch, path, qualified))
+
+    def edges_out_of(self, branch: str, path: str, qualified: str) -> list[EdgeRow]:
+        return self._edges("caller_path = ? AND caller = ?", (branch, path, qualified))
+
+    def _edges(self, where: str, args: tuple[str, ...]) -> list[EdgeRow]:
+        rows = self.conn.execute(
+            f"""SELECT caller, caller_path, caller_line, line, callee, callee_path, callee_line, confidence,
+                       candidates FROM graph_edges WHERE branch = ? AND {where}
+                ORDER BY caller_path, line, callee_path, callee""",
+            args,
+        )
+        return [EdgeRow(*r) for r in rows]
+
+    def counts(self, branch: str) -> dict[str, int]:
+        defs = self.conn.execute(
+            """SELECT COUNT(*) FROM files f JOIN graph_defs d ON d.content_key = f.content_key
+               WHERE f.branch=?""",
+            (branch,),
+        ).fetchone()[0]
+        by_conf = dict(
+            self.conn.execute(
+                "SELECT confidence, COUNT(*) FROM graph_edges WHERE branch=? GROUP BY confidence", (branch,)
+            ).fetchall()
+        )
+        sites = self.conn.execute(
+            "SELECT COUNT(*) FROM graph_name_sites WHERE branch=?", (branch,)
+        ).fetchone()
+        return {
+            "definitions": int(defs),
+            **{f"edges_{k}": int(v) for k, v in by_conf.items()},
+            "name_only_sites": int(sites[0]),
+        }
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+__all__ = ["MODULE_CALLER", "DefinitionRow", "EdgeRefresh", "EdgeRow", "GraphStore"]

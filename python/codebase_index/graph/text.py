@@ -1,0 +1,58 @@
+"""Plain-text renderings of call graphs and implementation lookups for models and the CLI."""
+
+from __future__ import annotations
+
+from .query import CallGraph, CallSite, ImplementationLookup
+
+
+def _site_line(s: CallSite, upward: bool) -> str:
+    indent = "  " * s.depth
+    tag = s.confidence if s.candidates <= 1 else f"{s.confidence}, 1 of {s.candidates} candidates"
+    if upward:
+        return f"{indent}{s.caller} ({s.caller_path}:{s.line}) calls {s.callee} [{tag}]"
+    if not s.callee_path:  # a name-only site: the candidates are every definition with that name
+        where = f"by name: {s.candidates} candidate definitions"
+        return f"{indent}{s.callee} ({where}) called at {s.caller_path}:{s.line}"
+    return f"{indent}{s.callee} ({s.callee_path}:{s.callee_line}) called at {s.caller_path}:{s.line} [{tag}]"
+
+
+def format_call_graph(g: CallGraph) -> str:
+    if not g.roots:
+        return (
+            f"No definition named {g.query!r} in the code graph. Try implementation_lookup or "
+            "codebase_search to find the right name."
+        )
+    upward = g.direction == "callers"
+    lines = [f"{g.direction.capitalize()} of {g.query} (depth {g.depth}):"]
+    lines += [f"  defined: {r.name} [{r.kind}] {r.path}:{r.start_line}  (id {r.symbol_id})" for r in g.roots]
+    if g.edges:
+        lines.append("Resolved calls (through imports, the same file/package, or a known receiver type):")
+        lines += [_site_line(s, upward) for s in g.edges]
+    else:
+        lines.append("No resolved calls.")
+    if g.truncated:
+        lines.append("(truncated: raise `limit` or lower `depth`)")
+    if g.name_matches:
+        lines.append("Matched by name only (receiver type unknown; may be another class's method):")
+        lines += [_site_line(s, upward) for s in g.name_matches]
+    elif g.name_match_count:
+        lines.append(
+            f"{g.name_match_count} more call site(s) match by name only (unverified); "
+            "pass includeNameMatches to list them."
+        )
+    return "\n".join(lines)
+
+
+def format_implementation(r: ImplementationLookup) -> str:
+    if not r.results:
+        return f"Nothing found for {r.query!r}."
+    head = "Definitions" if r.strategy == "definition" else "Search results (definitions first)"
+    lines = [f"{head} for {r.query!r}:"]
+    if r.notice:
+        lines.append(f"({r.notice})")
+    for hit in r.results:
+        callers = f", {hit.callers} caller(s)" if hit.source == "definition" else ""
+        lines.append(f"\n{hit.path}:{hit.start_line}-{hit.end_line} {hit.kind} {hit.symbol}{callers}")
+        if hit.content:
+            lines.append(hit.content.rstrip("\n"))
+    return "\n".join(lines)
