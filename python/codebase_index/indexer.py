@@ -25,8 +25,8 @@ from . import files as discovery
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
-from .graph import FileGraph, extract_file, language_spec
-from .graph.store import EdgeRefresh, GraphStore
+from .graph import extract_file, language_spec
+from .graph.store import EdgeRefresh, EncodedGraph, GraphStore, encode_graph
 from .models import DiscoveredFile, SkippedFile
 from .store import ChunkRecord, FileRow, SkippedRow, Store
 
@@ -91,7 +91,7 @@ class ProcessedFile(msgspec.Struct):
     """One file's chunks plus its code graph; `graph_error` says why the graph is missing, if it failed."""
 
     records: list[ChunkRecord]
-    graph: FileGraph | None = None
+    graph: EncodedGraph | None = None
     graph_error: str = ""
 
 
@@ -108,7 +108,7 @@ def process_file(path: str, text: str, language: str) -> ProcessedFile:
     if not trees:
         return ProcessedFile(records)
     try:
-        return ProcessedFile(records, extract_file(path, text, language, trees[0]))
+        return ProcessedFile(records, encode_graph(extract_file(path, text, language, trees[0])))
     except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
         return ProcessedFile(records, None, f"{type(exc).__name__}: {exc}")
 

@@ -120,6 +120,27 @@ def _provides(graph: FileGraph) -> set[str]:
     return out
 
 
+class EncodedGraph(msgspec.Struct, frozen=True):
+    """A FileGraph in its stored, path-free form: cheap to send from a worker process and to insert."""
+
+    language: str
+    package: str | None
+    refs: bytes
+    imports: bytes
+    definitions: list[tuple[str, str, str, int, int, str]]
+
+
+def encode_graph(graph: FileGraph) -> EncodedGraph:
+    """Drop the path (contents are shared by paths and branches) and pack references/imports as msgpack."""
+    package = graph.package if graph.language not in ("python", "rust") else None
+    refs = [(r.name, r.receiver, r.kind, r.line, r.caller, r.receiver_type) for r in graph.references]
+    imports = [(b.local, b.module, b.imported, b.line) for b in graph.imports]
+    defs = [
+        (d.name, d.qualified, d.kind, d.start_line, d.end_line, ",".join(d.bases)) for d in graph.definitions
+    ]
+    return EncodedGraph(graph.language, package, _encoder.encode(refs), _encoder.encode(imports), defs)
+
+
 class GraphStore:
     """Reads and writes the graph tables over an open index connection (the caller owns transactions)."""
 
@@ -128,26 +149,21 @@ class GraphStore:
 
     # -- per-content records ------------------------------------------------------------------------
 
-    def add_content(self, key: str, graph: FileGraph, *, replace: bool = False) -> None:
+    def add_content(self, key: str, graph: FileGraph | EncodedGraph, *, replace: bool = False) -> None:
         """Store what one content defines and references; a no-op when stored, unless `replace`."""
         if self.conn.execute("SELECT 1 FROM graph_contents WHERE content_key=?", (key,)).fetchone():
             if not replace:
                 return
             self.delete_contents([key])
-        package = graph.package if graph.language not in ("python", "rust") else None
-        refs = [(r.name, r.receiver, r.kind, r.line, r.caller, r.receiver_type) for r in graph.references]
-        imports = [(b.local, b.module, b.imported, b.line) for b in graph.imports]
+        enc = graph if isinstance(graph, EncodedGraph) else encode_graph(graph)
         self.conn.execute(
             "INSERT INTO graph_contents (content_key, language, package, refs, imports) VALUES (?,?,?,?,?)",
-            (key, graph.language, package, _encoder.encode(refs), _encoder.encode(imports)),
+            (key, enc.language, enc.package, enc.refs, enc.imports),
         )
         self.conn.executemany(
             """INSERT INTO graph_defs (content_key, ordinal, name, qualified, kind, start_line, end_line,
                                       bases) VALUES (?,?,?,?,?,?,?,?)""",
-            [
-                (key, i, d.name, d.qualified, d.kind, d.start_line, d.end_line, ",".join(d.bases))
-                for i, d in enumerate(graph.definitions)
-            ],
+            [(key, i, *row) for i, row in enumerate(enc.definitions)],
         )
 
     def delete_contents(self, keys: Sequence[str]) -> None:
@@ -338,19 +354,22 @@ class GraphStore:
         """Call sites matched to `name` by name only (receiver of unknown type, no import to follow)."""
         rows = self.conn.execute(
             """SELECT caller, caller_path, caller_line, line, name, candidates FROM graph_name_sites
-               WHERE branch = ? AND name = ? AND member = ? ORDER BY caller_path, line""",
+               WHERE branch = ? AND name = ? AND member = ?""",
             (branch, name, int(member)),
         )
-        return [EdgeRow(c, cp, cl, ln, n, "", 0, "name", k) for c, cp, cl, ln, n, k in rows]
+        # Sorted here: an ORDER BY makes SQLite walk another index over the whole branch to skip a sort.
+        out = [EdgeRow(c, cp, cl, ln, n, "", 0, "name", k) for c, cp, cl, ln, n, k in rows]
+        return sorted(out, key=lambda e: (e.caller_path, e.line))
 
     def name_sites_out_of(self, branch: str, path: str, qualified: str) -> list[tuple[EdgeRow, bool]]:
         """Name-only call sites inside one definition, with whether each is a member call."""
         rows = self.conn.execute(
             """SELECT caller, caller_path, caller_line, line, name, candidates, member FROM graph_name_sites
-               WHERE branch = ? AND caller_path = ? AND caller = ? ORDER BY line""",
+               WHERE branch = ? AND caller_path = ? AND caller = ?""",
             (branch, path, qualified),
         )
-        return [(EdgeRow(c, cp, cl, ln, n, "", 0, "name", k), bool(m)) for c, cp, cl, ln, n, k, m in rows]
+        out = [(EdgeRow(c, cp, cl, ln, n, "", 0, "name", k), bool(m)) for c, cp, cl, ln, n, k, m in rows]
+        return sorted(out, key=lambda pair: pair[0].line)
 
     def _count(self, branch: str) -> int:
         return int(
@@ -367,8 +386,10 @@ class GraphStore:
     def definitions(self, branch: str, name: str, *, limit: int = 200) -> list[DefinitionRow]:
         """Definitions on `branch` named `name`, or with that qualified name when it is dotted
         (`Foo.bar`, `Foo::bar`), or the one `path#qualified` symbol id."""
+        # CROSS JOIN makes SQLite start from the name index, not from every file of the branch.
         base = """SELECT d.name, d.qualified, d.kind, f.path, d.start_line, d.end_line, f.language
-                  FROM files f JOIN graph_defs d ON d.content_key = f.content_key WHERE f.branch = ?"""
+                  FROM graph_defs d CROSS JOIN files f ON f.content_key = d.content_key
+                  WHERE f.branch = ?"""
         if "#" in name:
             path, _, qualified = name.rpartition("#")
             rows = self.conn.execute(
@@ -395,11 +416,13 @@ class GraphStore:
     def _edges(self, where: str, args: tuple[str, ...]) -> list[EdgeRow]:
         rows = self.conn.execute(
             f"""SELECT caller, caller_path, caller_line, line, callee, callee_path, callee_line, confidence,
-                       candidates FROM graph_edges WHERE branch = ? AND {where}
-                ORDER BY caller_path, line, callee_path, callee""",
+                       candidates FROM graph_edges WHERE branch = ? AND {where}""",
             args,
         )
-        return [EdgeRow(*r) for r in rows]
+        # Sorted here: an ORDER BY makes SQLite walk another index over the whole branch to skip a sort.
+        return sorted(
+            (EdgeRow(*r) for r in rows), key=lambda e: (e.caller_path, e.line, e.callee_path, e.callee)
+        )
 
     def counts(self, branch: str) -> dict[str, int]:
         defs = self.conn.execute(
