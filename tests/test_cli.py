@@ -43,7 +43,8 @@ def test_search_builds_the_index_and_prints_json(project: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["query"] == "check credentials"
-    assert payload["strategy"] == "keyword" and payload["top_k"] == 3
+    # hybrid by default; no vectors yet (search builds the keyword index only), so keyword results
+    assert payload["strategy"] == "keyword-fallback" and payload["top_k"] == 3
     first = payload["results"][0]
     assert set(first) == {
         "id",

@@ -83,7 +83,7 @@ def test_index_then_keyword_search_finds_definitions(engine: Engine) -> None:
     assert report.branch == "main"
     assert report.files == 3  # payments.py, router.ts, README.md
     assert report.chunks >= 5
-    response = engine.search("validate payment amount", top_k=5)
+    response = engine.search("validate payment amount", top_k=5, mode="keyword")
     top = response.results[0]
     assert (top.path, top.symbol, top.kind) == ("src/billing/payments.py", "validate_payment", "function")
     assert top.start_line == 4 and top.end_line == 8

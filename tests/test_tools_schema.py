@@ -21,6 +21,7 @@ GENERATED_TS = REPO / "plugin" / "src" / "generated" / "tools.ts"
 EXPECTED_TOOLS = {
     "codebase_search": "search",
     "codebase_peek": "peek",
+    "find_similar": "similar",
     "call_graph": "call_graph",
     "implementation_lookup": "implementation_lookup",
     "index_codebase": "index",

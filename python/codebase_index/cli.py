@@ -16,7 +16,7 @@ from .models import CHUNK_KINDS
 from .search import Filters
 
 if TYPE_CHECKING:
-    from .service import Engine
+    from .service import Engine, SearchResponse
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -83,8 +83,11 @@ def _engine(args: argparse.Namespace) -> Engine:
 
 def cmd_index(args: argparse.Namespace) -> int:
     engine = _engine(args)
+    embed_line = ""
     try:
         report = engine.index(force=args.force, progress=Progress(sys.stderr))
+        if not args.keyword_only:
+            embed_line = _wait_for_embeddings(engine, quiet=args.json)
     finally:
         engine.close()
     if args.json:
@@ -96,10 +99,27 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{report.files_removed} removed), {report.chunks} chunks ({report.chunks_added} new) "
         f"on branch {report.branch} in {report.seconds:.2f}s; skipped: {skipped}"
     )
+    if embed_line:
+        print(embed_line)
     if args.verbose:
         for row in engine.skipped_files():
             print(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
     return EXIT_OK
+
+
+def _wait_for_embeddings(engine: Engine, *, quiet: bool) -> str:
+    """Embed every pending chunk with a progress bar; Ctrl-C keeps every committed batch."""
+    progress = Progress(sys.stderr, enabled=not quiet)
+    report = engine.embed(progress=lambda done, total: progress("embed", done, total))
+    if report is None:
+        return f"embeddings: none ({engine.embedding_error()})"
+    if report.error:
+        return f"embeddings: {report.error}"
+    rate = report.embedded / report.seconds if report.seconds > 0 else 0.0
+    line = f"embedded {report.embedded} chunks with {report.model} in {report.seconds:.1f}s ({rate:.1f}/s)"
+    if report.failed:
+        line += f"; {report.failed} failed (retried on the next run; see `codebase-index status`)"
+    return line
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -116,17 +136,26 @@ def cmd_search(args: argparse.Namespace) -> int:
         response = engine.search(query, top_k=args.top, filters=filters, mode=args.mode)
     finally:
         engine.close()
+    return _print_results(args, response, query)
+
+
+def _print_results(args: argparse.Namespace, response: SearchResponse, query: str) -> int:
     if args.json:
         payload = msgspec.to_builtins(response)
         for result in payload["results"]:
             result.pop("content", None)
         sys.stdout.write(msgspec.json.encode(payload).decode() + "\n")
         return EXIT_OK
+    if response.notice:
+        print(f"note: {response.notice}", file=sys.stderr)
     if not response.results:
         print(f"no results for {query!r}")
         return EXIT_OK
     for result in response.results:
         label = f"{result.kind} {result.symbol}".strip()
+        if getattr(args, "peek", False):
+            print(f"{result.path}:{result.start_line}-{result.end_line}  {label}")
+            continue
         print(f"{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
         lines = (result.content or "").splitlines()
         for line in lines[: args.lines]:
@@ -134,6 +163,41 @@ def cmd_search(args: argparse.Namespace) -> int:
         if len(lines) > args.lines:
             print(f"    ... ({len(lines) - args.lines} more lines)")
     return EXIT_OK
+
+
+def cmd_peek(args: argparse.Namespace) -> int:
+    args.peek = True
+    return cmd_search(args)
+
+
+def _location(text: str) -> tuple[str, int]:
+    path, sep, line = text.rpartition(":")
+    if not sep or not path or not line.isdigit() or int(line) < 1:
+        raise CliError(f"--at wants PATH:LINE (line from 1), got {text!r}")
+    return path, int(line)
+
+
+def cmd_similar(args: argparse.Namespace) -> int:
+    snippet = " ".join(args.snippet) if args.snippet else None
+    if (snippet is None) == (args.at is None):
+        raise CliError("give a code snippet or --at PATH:LINE (one of them)")
+    if snippet == "-":
+        snippet = sys.stdin.read()
+    if args.top < 1:
+        raise CliError("--top must be at least 1")
+    at = _location(args.at) if args.at else None
+    engine = _engine(args)
+    try:
+        if not engine.has_index():
+            raise CliError("this project is not indexed yet (run `codebase-index index`)")
+        filters = Filters(file_type=args.file_type, directory=args.directory, kind=args.kind)
+        try:
+            response = engine.similar(snippet=snippet, at=at, top_k=args.top, filters=filters)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    finally:
+        engine.close()
+    return _print_results(args, response, response.query)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -158,6 +222,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"vocabulary:  {status.vocabulary} terms")
     print(f"skipped:     {skipped}")
     print(f"indexed at:  {when}")
+    emb = status.embeddings
+    if emb is not None:
+        if emb.model is None:
+            print(f"embeddings:  none ({emb.error or 'no provider'})")
+        else:
+            rate = f", last run {emb.rate:.1f} chunks/s" if emb.rate else ""
+            print(f"embeddings:  {emb.embedded}/{emb.total} chunks with {emb.model}{rate}")
+            if emb.failures:
+                print(f"  failures:  {emb.failures} chunks (retried on the next run): {emb.last_failure}")
+            if emb.error:
+                print(f"  error:     {emb.error}")
     return EXIT_OK
 
 
@@ -204,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="re-chunk every file")
     p.add_argument("--verbose", action="store_true", help="list every skipped file with its reason")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--keyword-only", action="store_true", help="do not wait for embeddings (the sidecar computes them)"
+    )
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("search", help="search the index")
@@ -212,12 +290,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
     p.add_argument("--top", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--mode", choices=["keyword"], default="keyword", help="retrieval mode")
+    p.add_argument(
+        "--mode",
+        choices=["keyword", "semantic", "hybrid"],
+        default=None,
+        help="retrieval mode (default hybrid; keyword results until embeddings exist)",
+    )
     p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
     p.add_argument("--directory", help="only files under this directory (relative to the root)")
     p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
     p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("peek", help="search, printing locations only")
+    p.add_argument("query", nargs="+", help="what to look for")
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--top", type=int, default=20, help="number of locations (default 20)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default=None, help="retrieval mode")
+    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
+    p.add_argument("--directory", help="only files under this directory (relative to the root)")
+    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+    p.set_defaults(func=cmd_peek, lines=0)
+
+    p = sub.add_parser("similar", help="code similar in meaning to a snippet or to the chunk at PATH:LINE")
+    p.add_argument("snippet", nargs="*", help="a code snippet ('-' reads it from stdin)")
+    p.add_argument("--at", metavar="PATH:LINE", help="the chunk covering this line is the example")
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--top", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
+    p.add_argument("--directory", help="only files under this directory (relative to the root)")
+    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+    p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
+    p.set_defaults(func=cmd_similar)
 
     p = sub.add_parser("status", help="show what the index holds")
     p.add_argument("path", nargs="?", help="project root")
@@ -225,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
+
+    from .evaluation import add_eval_parser
 
     p = sub.add_parser("kb", help="knowledge bases: extra folders indexed with the project")
     p.add_argument("action", choices=["add", "list", "remove"])
@@ -241,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_graph_parsers(sub)
     add_serve_parser(sub)
     add_mcp_parser(sub)
+    add_eval_parser(sub)
     return parser
 
 

@@ -171,12 +171,12 @@ class Indexer:
         self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
         self._stored_cache: tuple[str, int, frozenset[SkippedRow], dict[str, int]] | None = None
         self._rules: discovery.FileRules | None = None
-        # What the last write did to the code graph (edge refresh figures, extraction failures).
-        self.last_graph: EdgeRefresh | None = None
-        self._graph_errors = 0
         # (branch, generation) at which the last run left every scanned file equal to its stored row.
         self._synced: tuple[str, int] | None = None
         self._rescan_clean = False  # the last discover() was a rescan that found every stat unchanged
+        # What the last write did to the code graph (edge refresh figures, extraction failures).
+        self.last_graph: EdgeRefresh | None = None
+        self._graph_errors = 0
 
     # -- discovery --------------------------------------------------------------------------------------
 

@@ -7,23 +7,48 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import msgspec
+import numpy as np
 
 from . import knowledge, upkeep
 from .config import Config, index_dir, load_config
+from .embedder import (
+    META_MODEL,
+    META_RATE,
+    EmbeddingJob,
+    EmbeddingMismatchError,
+    EmbeddingStatus,
+    EmbedProgressFn,
+    EmbedReport,
+    check_model,
+    create_provider,
+    embedding_status,
+    switch_model,
+)
 from .git import current_branch
 from .graph.query import CallGraph, ImplementationLookup
 from .graph.store import GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn
 from .models import SearchResult
-from .search import DocRow, Filters, KeywordSnapshot, preview, query_terms
-from .store import SkippedRow, Store
+from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms
+from .store import SkippedRow, Store, StoreError
+from .vectors import AnnIndex, Hit, VectorSnapshot
+
+if TYPE_CHECKING:
+    from .embeddings.base import EmbeddingProvider
+    from .rerank_providers import Reranker
 
 __all__ = ["Engine", "IndexReport", "IndexStatus", "SearchResponse"]
+
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
+QUERY_CACHE_SIZE = 256
+# Candidates each retriever hands to fusion, at least; more when more results are asked for.
+CANDIDATE_POOL = 50
 
 
 class IndexStatus(msgspec.Struct):
@@ -37,13 +62,33 @@ class IndexStatus(msgspec.Struct):
     skipped: dict[str, int]
     size_bytes: int
     last_indexed_at: float | None
+    embeddings: EmbeddingStatus | None = None
 
 
-class SearchResponse(msgspec.Struct):
+class SearchResponse(msgspec.Struct, omit_defaults=True):
+    """`strategy` says what actually ran: keyword, semantic, hybrid, hybrid-partial (vectors still
+    arriving: chunks without one come from BM25 alone) or keyword-fallback (hybrid asked, no usable
+    vectors; `notice` says why)."""
+
     query: str
     strategy: str
     top_k: int
     results: list[SearchResult]
+    notice: str | None = None
+
+
+def fuse(
+    query: str,
+    snap: KeywordSnapshot,
+    keyword_hits: Sequence[Hit],
+    semantic_hits: Sequence[Hit],
+    config: Config,
+) -> list[Hit]:
+    """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
+    may be empty), final order out: fusion, then the code-aware rerank of `rerank.rank_hits`."""
+    from .rerank import rank_hits
+
+    return [Hit(d, s) for d, s in rank_hits(query, snap, keyword_hits, semantic_hits, config.search)]
 
 
 class Engine:
@@ -67,6 +112,14 @@ class Engine:
         self._snapshot: tuple[str, int, KeywordSnapshot] | None = None
         self._snapshot_lock = threading.Lock()
         self._indexers: dict[str, Indexer] = {}  # per root: each remembers its last walk
+        self._reranker: Reranker | None = None
+        self.reranker_error: str | None = None
+        self._provider: EmbeddingProvider | None = None
+        self._provider_error: str | None = None
+        self._provider_ready = False
+        self._vectors: tuple[KeywordSnapshot, VectorSnapshot] | None = None
+        self._vectors_lock = threading.Lock()
+        self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -92,12 +145,20 @@ class Engine:
     # -- indexing -----------------------------------------------------------------------------------
 
     def index(self, *, force: bool = False, progress: ProgressFn | None = None) -> IndexReport:
+        """Keyword index at once; vectors come from `embed()` (the CLI waits for it, the sidecar runs it
+        in the background). `force` also makes the configured embedding model the index's model."""
         # The branch is read from .git/HEAD now, before anything is written: after a checkout the
         # new branch's catalog is built under the new name, never under the old one.
         report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
         report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
         if report.files_changed or report.files_removed:
             self.maybe_gc()
+        provider = self.embedding_provider() if force else None
+        if provider is not None:
+            old = self.store.get_meta(META_MODEL)
+            switch_model(self.store, provider)
+            if old and old != provider.model_id:
+                AnnIndex.remove(self.index_dir, old)
         return report
 
     def indexer(self, root: Path) -> Indexer:
@@ -178,6 +239,102 @@ class Engine:
         store = self.store if self.has_index() else None
         return upkeep.estimate(self.root, self.config, store, self.branch(), force=force)
 
+    # -- embeddings ---------------------------------------------------------------------------------
+
+    def embedding_provider(self) -> EmbeddingProvider | None:
+        """The configured provider, built once; None (with `embedding_error()`) when none is usable."""
+        if not self._provider_ready:
+            from .embeddings.base import EmbeddingError
+
+            try:
+                self._provider = create_provider(self.config)
+                if self._provider is None:
+                    self._provider_error = "no embedding provider available (keyword search only)"
+            except EmbeddingError as exc:
+                self._provider_error = str(exc)
+            self._provider_ready = True
+        return self._provider
+
+    def embedding_error(self) -> str | None:
+        self.embedding_provider()
+        return self._provider_error
+
+    def embed(
+        self,
+        *,
+        progress: EmbedProgressFn | None = None,
+        stop: threading.Event | None = None,
+        wait_for_lock: bool = True,
+    ) -> EmbedReport | None:
+        """Embed the current branch's pending chunks (committed batch by batch) and bring the ANN index
+        up to date; None when no provider is usable. Raises EmbeddingMismatchError on a model change."""
+        provider = self.embedding_provider()
+        if provider is None:
+            return None
+        job = EmbeddingJob(self.index_dir, self.branch(), provider, stop=stop)
+        report = job.run(progress, wait_for_lock=wait_for_lock)
+        if not report.cancelled and report.error is None:
+            count = self.store.conn.execute(
+                "SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (provider.model_id,)
+            ).fetchone()[0]
+            if count >= self.ann_threshold():
+                AnnIndex.sync(self.store, self.index_dir, provider.model_id, provider.dimensions)
+        return report
+
+    def ann_threshold(self) -> int:
+        from . import vectors
+
+        return vectors.ANN_THRESHOLD
+
+    def query_vector(self, text: str) -> np.ndarray:
+        """The query's embedding, cached per text (agents repeat and refine queries)."""
+        provider = self.embedding_provider()
+        if provider is None:
+            raise StoreError(self._provider_error or "no embedding provider")
+        key = (provider.model_id, text)
+        cached = self._query_vectors.get(key)
+        if cached is not None:
+            self._query_vectors.move_to_end(key)
+            return cached
+        vector = provider.embed_query(text)
+        self._query_vectors[key] = vector
+        while len(self._query_vectors) > QUERY_CACHE_SIZE:
+            self._query_vectors.popitem(last=False)
+        return vector
+
+    def vector_snapshot(self, snap: KeywordSnapshot | None = None) -> VectorSnapshot | None:
+        """Vectors of the current keyword snapshot's documents, topped up with embeddings committed since
+        the last call; None without a provider. Raises EmbeddingMismatchError on a model change."""
+        provider = self.embedding_provider()
+        if provider is None:
+            return None
+        snap = snap or self.snapshot()
+        with self._vectors_lock:
+            cached = self._vectors
+            if cached is not None and cached[0] is snap and cached[1].model_id == provider.model_id:
+                vecs = cached[1]
+            else:
+                check_model(self.store, provider, record=False)
+                ids = [d.chunk_id for d in snap.docs]
+                hashes = self._chunk_hashes(ids)
+                vecs = VectorSnapshot([hashes[i] for i in ids], provider.dimensions, provider.model_id)
+                if len(snap.docs) >= self.ann_threshold():
+                    vecs.ann = AnnIndex.load(self.index_dir, provider.model_id, provider.dimensions)
+                self._vectors = (snap, vecs)
+            vecs.refresh(self.store)
+            return vecs
+
+    def _chunk_hashes(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        unique = list(dict.fromkeys(chunk_ids))
+        for start in range(0, len(unique), 500):
+            part = unique[start : start + 500]
+            marks = ",".join("?" * len(part))
+            out.update(
+                self.store.conn.execute(f"SELECT id, chunk_hash FROM chunks WHERE id IN ({marks})", part)
+            )
+        return out
+
     # -- searching ----------------------------------------------------------------------------------
 
     def snapshot(self) -> KeywordSnapshot:
@@ -201,21 +358,179 @@ class Engine:
             )
             bm25 = self.config.search.bm25
             snap = KeywordSnapshot(rows, k1=bm25.k1, b=bm25.b)
+            snap.fields()  # path/symbol/file BM25 fields: built now, not inside the first query
             self._snapshot = (branch, generation, snap)
             return snap
 
     def search(
-        self, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str = "keyword"
+        self, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str | None = None
     ) -> SearchResponse:
-        if mode != "keyword":
-            raise ValueError(f"unknown search mode {mode!r}; available: keyword")
+        """`mode` None means hybrid when vectors exist for the active model, else keyword."""
+        if mode is not None and mode not in SEARCH_MODES:
+            raise ValueError(f"unknown search mode {mode!r}; available: {', '.join(SEARCH_MODES)}")
         snap = self.snapshot()
-        terms = query_terms(query)
-        ids = self.store.term_ids(terms)
-        term_ids = [ids[t] for t in terms if t in ids]
         mask = snap.candidate_mask(filters or Filters())
-        hits = snap.keyword_hits(term_ids, top_k, mask)
-        return SearchResponse(query=query, strategy="keyword", top_k=top_k, results=self._results(snap, hits))
+        pool = max(CANDIDATE_POOL, top_k * 3, self.config.search.rerank_top_n)
+        keyword_hits: list[Hit] = []
+        if mode != "semantic":
+            terms = query_terms(query)
+            ids = self.store.term_ids(terms)
+            term_ids = [ids[t] for t in terms if t in ids]
+            found = snap.enriched_hits(terms, term_ids, pool, FieldWeights(), mask)
+            keyword_hits = [Hit(d, s) for d, s in found]
+        if mode == "keyword":
+            ranked = self._external_rerank(query, snap, fuse(query, snap, keyword_hits, [], self.config))
+            return self._response(query, "keyword", top_k, snap, ranked[:top_k])
+        vecs, notice = self._usable_vectors(snap, required=mode == "semantic")
+        if vecs is None:
+            return self._response(query, "keyword-fallback", top_k, snap, keyword_hits[:top_k], notice)
+        semantic_hits = vecs.semantic_hits(self.query_vector(query), pool, mask)
+        if mode == "semantic":
+            return self._response(query, "semantic", top_k, snap, semantic_hits[:top_k])
+        fused = self._external_rerank(
+            query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config)
+        )
+        fused = fused[:top_k]
+        strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
+        return self._response(query, strategy, top_k, snap, fused)
+
+    def _external_rerank(self, query: str, snap: KeywordSnapshot, hits: list[Hit]) -> list[Hit]:
+        """Let the configured rerank API reorder the head of the deterministic order; on ANY failure
+        (no key, network, timeout, bad answer) keep the deterministic order and remember why."""
+        cfg = self.config.reranker
+        if not cfg.enabled or not hits:
+            return hits
+        from .rerank import merge_external
+        from .rerank_providers import RerankError, RerankSettings, create_reranker
+
+        top_n = min(cfg.top_n, len(hits))
+        try:
+            if self._reranker is None:
+                self._reranker = create_reranker(
+                    RerankSettings(
+                        provider=cfg.provider,
+                        model=cfg.model,
+                        api_key=cfg.api_key,
+                        base_url=cfg.base_url,
+                        top_n=cfg.top_n,
+                        timeout_ms=cfg.timeout_ms,
+                    )
+                )
+            ids = [snap.docs[h.doc].chunk_id for h in hits[:top_n]]
+            texts = self._chunk_texts(ids)
+            documents = [
+                f"{snap.docs[h.doc].path}\n{texts.get(i, '')}" for h, i in zip(hits, ids, strict=False)
+            ]
+            answer = self._reranker.rerank(query, documents, top_n)
+            merged = [Hit(d, s) for d, s in merge_external(hits, answer, top_n)]
+        except Exception as exc:  # any failure means: keep the deterministic order
+            self.reranker_error = str(exc) if isinstance(exc, (RerankError, ValueError)) else repr(exc)
+            return hits
+        self.reranker_error = None
+        return merged
+
+    def _usable_vectors(self, snap: KeywordSnapshot, *, required: bool) -> tuple[VectorSnapshot | None, str]:
+        """The vector snapshot if it holds any vector, else None and why; `required` raises instead."""
+        try:
+            vecs = self.vector_snapshot(snap)
+        except EmbeddingMismatchError as exc:
+            if required:
+                raise
+            return None, str(exc)
+        if vecs is None:
+            reason = self.embedding_error() or "no embedding provider"
+        elif len(vecs) == 0:
+            reason = "no embeddings yet for this branch (they are computed after indexing)"
+        else:
+            return vecs, ""
+        if required:
+            raise StoreError(f"semantic search is unavailable: {reason}")
+        return None, reason
+
+    def similar(
+        self,
+        *,
+        snippet: str | None = None,
+        at: tuple[str, int] | None = None,
+        top_k: int = 10,
+        filters: Filters | None = None,
+    ) -> SearchResponse:
+        """Chunks nearest in meaning to a code snippet or to the chunk at (path, line), never the source.
+
+        For a snippet, chunks whose text is exactly the snippet count as the source."""
+        if (snippet is None) == (at is None):
+            raise ValueError("give either a code snippet or a path:line location, not both")
+        snap = self.snapshot()
+        vecs, notice = self._usable_vectors(snap, required=True)
+        assert vecs is not None
+        provider = self.embedding_provider()
+        assert provider is not None
+        if at is not None:
+            source = self.doc_at(snap, *at)
+            vector = vecs.vector_of(source)
+            if vector is None:
+                text = self._chunk_texts([snap.docs[source].chunk_id]).get(snap.docs[source].chunk_id, "")
+                vector = provider.embed_documents([text])[0]
+
+            def exclude(doc: int) -> bool:
+                return doc == source
+
+            label = f"{at[0]}:{at[1]}"
+        else:
+            assert snippet is not None
+            if not snippet.strip():
+                raise ValueError("the code snippet is empty")
+            vector = provider.embed_documents([snippet])[0]
+            from .indexer import chunk_hash
+
+            target = chunk_hash(snippet)
+            hashes = self._chunk_hashes([d.chunk_id for d in snap.docs])
+            same = {cid for cid, h in hashes.items() if h == target}
+
+            def exclude(doc: int) -> bool:
+                return snap.docs[doc].chunk_id in same
+
+            label = snippet if len(snippet) <= 80 else snippet[:77] + "..."
+        mask = snap.candidate_mask(filters or Filters())
+        hits = vecs.semantic_hits(vector, top_k, mask, exclude=exclude)
+        return self._response(label, "similar", top_k, snap, hits, notice or None)
+
+    def doc_at(self, snap: KeywordSnapshot, path: str, line: int) -> int:
+        """The innermost chunk of `path` covering `line` (1-based); ValueError naming what is missing."""
+        wanted = path.replace("\\", "/").removeprefix("./")
+        best: int | None = None
+        seen_path = False
+        for doc, row in enumerate(snap.docs):
+            if row.path != wanted:
+                continue
+            seen_path = True
+            span = row.end_line - row.start_line
+            if row.start_line <= line <= row.end_line and (
+                best is None or span < snap.docs[best].end_line - snap.docs[best].start_line
+            ):
+                best = doc
+        if best is None:
+            if not seen_path:
+                raise ValueError(f"{wanted} is not in the index (check the path, relative to the root)")
+            raise ValueError(f"no chunk of {wanted} covers line {line}")
+        return best
+
+    def _response(
+        self,
+        query: str,
+        strategy: str,
+        top_k: int,
+        snap: KeywordSnapshot,
+        hits: Sequence[Hit],
+        notice: str | None = None,
+    ) -> SearchResponse:
+        return SearchResponse(
+            query=query,
+            strategy=strategy,
+            top_k=top_k,
+            results=self._results(snap, [(h.doc, h.score) for h in hits]),
+            notice=notice or None,
+        )
 
     def _results(self, snap: KeywordSnapshot, hits: Sequence[tuple[int, float]]) -> list[SearchResult]:
         docs = [snap.docs[doc] for doc, _ in hits]
@@ -268,6 +583,21 @@ class Engine:
         store = self.store
         counts = store.counts(branch)
         last = store.get_meta("last_indexed_at")
+        provider = self.embedding_provider()
+        model = provider.model_id if provider is not None else store.get_meta(META_MODEL)
+        embedded, total, failures, last_failure = embedding_status(store, branch, model)
+        rate = store.get_meta(META_RATE)
+        embeddings = EmbeddingStatus(
+            provider=model.split(":", 1)[0] if model else None,
+            model=model,
+            dimensions=provider.dimensions if provider is not None else None,
+            embedded=embedded,
+            total=total,
+            failures=failures,
+            rate=float(rate) if rate else None,
+            error=self._provider_error,
+            last_failure=last_failure,
+        )
         return IndexStatus(
             root=str(self.root),
             index_dir=str(self.index_dir),
@@ -279,6 +609,7 @@ class Engine:
             skipped=dict(Counter(s.reason for s in store.skipped(branch))),
             size_bytes=store.size_on_disk(),
             last_indexed_at=float(last) if last else None,
+            embeddings=embeddings,
         )
 
     def skipped_files(self) -> list[SkippedRow]:

@@ -139,6 +139,28 @@ class PeekParams(_Params):
     chunk_type: _ChunkType | None = None
 
 
+class SimilarParams(_Params):
+    """Find code similar in meaning to a snippet or to the chunk at path:line."""
+
+    snippet: (
+        Annotated[str, msgspec.Meta(min_length=1, description="A code snippet to find look-alikes of.")]
+        | None
+    ) = None
+    path: (
+        Annotated[str, msgspec.Meta(description="Instead of a snippet: a file, relative to the root.")] | None
+    ) = None
+    line: (
+        Annotated[
+            int, msgspec.Meta(ge=1, le=10_000_000, description="With path: a line inside the example chunk.")
+        ]
+        | None
+    ) = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=50, description="How many results (default 10).")] = 10
+    file_type: _FileType | None = None
+    directory: _Directory | None = None
+    chunk_type: _ChunkType | None = None
+
+
 class IndexParams(_Params):
     """Build or update the index."""
 
@@ -416,9 +438,57 @@ class Runtime:
         self._reader: Engine | None = None
         self._writer: Engine | None = None
         self.index_runs = 0
+        self._embed_thread: threading.Thread | None = None
         self.watcher: Watcher | None = None
         self.watch_enabled = False  # set by the sidecar: MCP and tests do not watch
         self.watch_note: str | None = None  # why the watcher is off or degraded
+        self._embed_stop = threading.Event()
+        self._embed_again = threading.Event()
+        self.last_embed_error: str | None = None
+
+    def start_embedding(self) -> bool:
+        """Embed pending chunks in a background thread (keyword search keeps answering meanwhile); a call
+        while one runs makes it go round once more, so chunks from the latest index run are not missed."""
+        with self._engines_lock:
+            if self._embed_thread is not None and self._embed_thread.is_alive():
+                self._embed_again.set()
+                return False
+            self._embed_stop.clear()
+            self._embed_again.clear()
+            self._embed_thread = threading.Thread(target=self._embed_loop, name="embed", daemon=True)
+            self._embed_thread.start()
+            return True
+
+    def embedding_running(self) -> bool:
+        thread = self._embed_thread
+        return thread is not None and thread.is_alive()
+
+    def _embed_loop(self) -> None:
+        while not self._embed_stop.is_set():
+            self._embed_again.clear()
+            try:
+                report = self.writer().embed(stop=self._embed_stop, wait_for_lock=False)
+                self.last_embed_error = report.error if report is not None else None
+                if report is not None:
+                    log.info(
+                        "embedded %d chunks (%d failed, %d pending) in %.1fs",
+                        report.embedded,
+                        report.failed,
+                        report.pending,
+                        report.seconds,
+                    )
+            except Exception as exc:  # reported by status; the keyword index is unaffected
+                self.last_embed_error = str(exc)
+                log.warning("background embedding failed: %s", exc)
+                return
+            if not self._embed_again.is_set():
+                return
+
+    def stop_embedding(self, timeout: float = 10.0) -> None:
+        self._embed_stop.set()
+        thread = self._embed_thread
+        if thread is not None:
+            thread.join(timeout)
 
     def _make_engine(self) -> Engine:
         if self.config_error:
@@ -505,6 +575,7 @@ class Runtime:
                 report.files_changed,
                 report.files_removed,
             )
+            self.start_embedding()
 
     def reindex_all(self) -> None:
         """Full incremental run under the branch HEAD names now (a checkout, or a polling re-scan)."""
@@ -518,9 +589,11 @@ class Runtime:
                 report.files_changed,
                 report.files_removed,
             )
+            self.start_embedding()
 
     def close(self) -> None:
         self.stop_watcher()
+        self.stop_embedding()
         with self._engines_lock:
             for engine in (self._reader, self._writer):
                 if engine is not None:
@@ -626,6 +699,32 @@ def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
     return ToolResult(format_peek(response.results, query=p.query), data)
 
 
+def handle_similar(rt: Runtime, p: SimilarParams, call: CallContext) -> ToolResult:
+    from .format import format_search
+
+    if (p.snippet is None) == (p.path is None):
+        raise InvalidParams("invalid params: give either `snippet` or `path` (with `line`)")
+    if p.path is not None and p.line is None:
+        raise InvalidParams("invalid params: `path` needs `line` (a line inside the example chunk)")
+    at = (p.path, p.line) if p.path is not None and p.line is not None else None
+    filters = _filters(p.file_type, p.directory, p.chunk_type)
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        try:
+            response = engine.similar(snippet=p.snippet, at=at, top_k=p.limit, filters=filters)
+        except ValueError as exc:
+            raise InvalidParams(f"invalid params: {exc}") from exc
+    call.check_cancelled()
+    text = format_search(response.results, root=rt.root, context_lines=0, query=response.query)
+    data = {
+        "query": response.query,
+        "strategy": response.strategy,
+        "results": _hits(response.results, content=False),
+    }
+    return ToolResult(text, data)
+
+
 def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
     from .format import format_estimate, format_index_report
 
@@ -651,6 +750,7 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
         report.files_removed,
         report.seconds,
     )
+    rt.start_embedding()
     data = msgspec.to_builtins(report)
     if p.verbose:
         data["skippedFiles"] = [msgspec.to_builtins(s) for s in skipped]
@@ -665,6 +765,10 @@ def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult
     data = msgspec.to_builtins(status)
     data["indexRunning"] = rt.index_lock.locked()
     data["watcher"] = rt.watcher_status()
+    if isinstance(data.get("embeddings"), dict):
+        data["embeddings"]["running"] = rt.embedding_running()
+        if rt.last_embed_error and not data["embeddings"].get("error"):
+            data["embeddings"]["error"] = rt.last_embed_error
     return ToolResult(format_status(status, running=rt.index_lock.locked()), data)
 
 
@@ -727,6 +831,7 @@ def handle_kb_add(rt: Runtime, p: AddKnowledgeBaseParams, call: CallContext) -> 
     if rt.watcher is not None:
         rt.stop_watcher()  # restart so the new folder is watched too
         rt.start_watcher()
+    rt.start_embedding()
     data = {**msgspec.to_builtins(kb), "files": report.files, "chunks": report.chunks}
     return ToolResult(
         f"knowledge base kb:{kb.label} ({kb.path}): {report.files} files, {report.chunks} chunks", data
@@ -869,6 +974,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "getting an overview of where something is; then read the files you need.",
         PeekParams,
         handle_peek,
+    ),
+    ToolSpec(
+        "find_similar",
+        "similar",
+        "Find similar code",
+        "Find code similar in meaning to a snippet, or to the function/section at path + line (the example "
+        "itself is left out): duplicates, other implementations of the same idea, places to change "
+        "together. Needs embeddings (computed in the background after indexing).",
+        SimilarParams,
+        handle_similar,
     ),
     ToolSpec(
         "call_graph",

@@ -135,6 +135,64 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
     }
   },
   {
+    "name": "find_similar",
+    "method": "similar",
+    "description": "Find code similar in meaning to a snippet, or to the function/section at path + line (the example itself is left out): duplicates, other implementations of the same idea, places to change together. Needs embeddings (computed in the background after indexing).",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "snippet": {
+          "description": "A code snippet to find look-alikes of.",
+          "type": "string",
+          "minLength": 1
+        },
+        "path": {
+          "description": "Instead of a snippet: a file, relative to the root.",
+          "type": "string"
+        },
+        "line": {
+          "description": "With path: a line inside the example chunk.",
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 10000000
+        },
+        "limit": {
+          "description": "How many results (default 10).",
+          "type": "integer",
+          "minimum": 1,
+          "maximum": 50,
+          "default": 10
+        },
+        "fileType": {
+          "description": "Only files with this extension, e.g. 'py' or '.ts'.",
+          "type": "string"
+        },
+        "directory": {
+          "description": "Only files under this directory, relative to the root.",
+          "type": "string"
+        },
+        "chunkType": {
+          "description": "Only chunks of this kind.",
+          "enum": [
+            "block",
+            "class",
+            "enum",
+            "function",
+            "impl",
+            "interface",
+            "method",
+            "module",
+            "section",
+            "struct",
+            "trait",
+            "type"
+          ]
+        }
+      },
+      "additionalProperties": false
+    }
+  },
+  {
     "name": "call_graph",
     "method": "call_graph",
     "description": "Who calls a function/method/class, or what it calls, across files (depth 1-3), with file:line of each call site. Calls are resolved through imports, the same file/package and known receiver types; calls matched only by name are counted and listed on request (includeNameMatches). Use it for 'who calls X', 'what does X call', and before changing a function's signature.",
@@ -357,6 +415,15 @@ export function toolArgs(z: Z) {
     codebase_peek: {
       query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
       limit: z.number().int().min(1).max(100).optional().describe("How many locations (default 20)."),
+      fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
+      directory: z.string().optional().describe("Only files under this directory, relative to the root."),
+      chunkType: z.enum(["block", "class", "enum", "function", "impl", "interface", "method", "module", "section", "struct", "trait", "type"]).optional().describe("Only chunks of this kind."),
+    },
+    find_similar: {
+      snippet: z.string().min(1).optional().describe("A code snippet to find look-alikes of."),
+      path: z.string().optional().describe("Instead of a snippet: a file, relative to the root."),
+      line: z.number().int().min(1).max(10000000).optional().describe("With path: a line inside the example chunk."),
+      limit: z.number().int().min(1).max(50).optional().describe("How many results (default 10)."),
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
       chunkType: z.enum(["block", "class", "enum", "function", "impl", "interface", "method", "module", "section", "struct", "trait", "type"]).optional().describe("Only chunks of this kind."),
