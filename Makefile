@@ -63,6 +63,11 @@ $(NODE_STAMP): package.json package-lock.json
 	npm install --no-audit --no-fund
 	touch $(NODE_STAMP)
 
+# The Python package plus the built plugin: what an OpenCode install needs (see README).
+.PHONY: plugin
+plugin: install $(NODE_STAMP)
+	node_modules/.bin/tsc -p tsconfig.json
+
 node: install $(NODE_STAMP)
 	node_modules/.bin/tsc -p tsconfig.json --noEmit
 	node_modules/.bin/tsc -p tsconfig.json

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codebase_index.config import README_END, README_START, reference_markdown
+import pytest
+
+from codebase_index import readme
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -16,9 +18,17 @@ def test_readme_starts_with_the_two_setup_commands() -> None:
     assert commands == ["make demo", "make test"]
 
 
-def test_configuration_table_is_generated_from_the_config_structs() -> None:
+@pytest.mark.parametrize("name", sorted(readme.BLOCKS))
+def test_generated_blocks_are_current(name: str) -> None:
     text = README.read_text(encoding="utf-8")
-    block = text[text.index(README_START) + len(README_START) : text.index(README_END)]
-    assert block.strip() == reference_markdown().strip(), (
-        "README's configuration table is stale: run `python -m codebase_index.config --update README.md`"
+    assert readme.block(text, name).strip() == readme.BLOCKS[name]().strip(), (
+        f"README's {name} table is stale: run `{readme.UPDATE_HINT}`"
     )
+
+
+def test_every_slash_command_and_tool_is_documented() -> None:
+    text = README.read_text(encoding="utf-8")
+    commands = sorted(p.stem for p in (README.parent / "commands").glob("*.md"))
+    assert commands, "no slash commands found"
+    for name in commands:
+        assert f"`/{name}" in text, f"README does not document /{name}"

@@ -453,22 +453,5 @@ def reference_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-README_START = "<!-- config-reference:start (python -m codebase_index.config --update README.md) -->"
-README_END = "<!-- config-reference:end -->"
-
-
-def update_readme(text: str) -> str:
-    """Replace the generated block between the README markers with the current reference table."""
-    start = text.index(README_START) + len(README_START)
-    end = text.index(README_END)
-    return text[:start] + "\n" + reference_markdown() + text[end:]
-
-
 if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:2] == ["--update"] and len(sys.argv) == 3:
-        readme = Path(sys.argv[2])
-        readme.write_text(update_readme(readme.read_text(encoding="utf-8")), encoding="utf-8")
-    else:
-        print(reference_markdown(), end="")
+    print(reference_markdown(), end="")

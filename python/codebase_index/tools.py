@@ -7,7 +7,8 @@ runs the handler on a shared `Runtime` and records metrics; the transports only 
 This module must stay cheap to import: the sidecar answers `initialize` from it before numpy, tree-sitter
 or the engine are loaded (they are imported inside the handlers that need them).
 
-`python -m codebase_index.tools --emit json|ts` prints the JSON Schemas or writes the TypeScript face.
+`python -m codebase_index.tools --emit json|ts|markdown` prints the JSON Schemas, writes the TypeScript
+face, or prints the README's tool table.
 """
 
 from __future__ import annotations
@@ -1250,14 +1251,31 @@ def render_ts() -> str:
 DEFAULT_TS_PATH = Path("plugin/src/generated/tools.ts")
 
 
+def render_markdown() -> str:
+    """The README's tool table: name, parameters and what each tool is for, from the same specs."""
+    lines = ["| tool | parameters | what it does |", "| --- | --- | --- |"]
+    for spec in TOOLS:
+        schema = input_schema(spec.params)
+        required = set(schema.get("required", []))
+        params = ", ".join(
+            f"`{name}`" if name in required else f"`{name}?`" for name in schema.get("properties", {})
+        )
+        description = spec.description.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| `{spec.name}` | {params or '-'} | {description} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codebase_index.tools", description=__doc__)
-    parser.add_argument("--emit", choices=["json", "ts"], required=True)
+    parser.add_argument("--emit", choices=["json", "ts", "markdown"], required=True)
     parser.add_argument("--out", type=Path, help=f"where --emit ts writes (default {DEFAULT_TS_PATH})")
     args = parser.parse_args(argv)
     if args.emit == "json":
         payload = {"name": SERVER_NAME, "version": __version__, "protocolVersion": PROTOCOL_VERSION}
         sys.stdout.write(json.dumps({**payload, "tools": tool_definitions()}, indent=2) + "\n")
+        return 0
+    if args.emit == "markdown":
+        sys.stdout.write(render_markdown())
         return 0
     out: Path = args.out or DEFAULT_TS_PATH
     out.parent.mkdir(parents=True, exist_ok=True)
