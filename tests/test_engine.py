@@ -230,3 +230,14 @@ def test_sigkill_during_indexing_leaves_a_usable_index(repo: Path, tmp_path: Pat
         assert reopened.search("bulk_2999").results[0].path == "src/bulk_2999.py"
     finally:
         reopened.close()
+
+
+def test_an_index_from_another_pipeline_version_is_rechunked(engine: Engine) -> None:
+    engine.index()
+    assert engine.index().files_changed == 0
+    with engine.store.transaction():
+        engine.store.set_meta("pipeline_version", "0")
+    report = engine.index()
+    assert report.files_changed == report.files == 3
+    assert engine.store.get_meta("pipeline_version") != "0"
+    assert engine.index().files_changed == 0

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 # Below this many files to chunk, worker processes cost more to start than they save.
 PARALLEL_THRESHOLD = 64
 WRITE_BATCH_FILES = 200
+# Bump when chunking or tokenization output changes: indexes made by another version re-chunk on the next run.
+PIPELINE_VERSION = "1"
 # A writer that is briefly busy (another run finishing, a schema set-up) is waited for this long.
 LOCK_WAIT_S = 3.0
 
@@ -301,6 +303,9 @@ class Indexer:
         self.last_graph = None
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
+            if store.get_meta("pipeline_version") != PIPELINE_VERSION:
+                # Chunks made by another chunker/tokenizer version would silently differ from fresh ones.
+                force = True
             if force:
                 self._scan = None
                 self._read_skips.clear()
@@ -356,6 +361,7 @@ class Indexer:
                 store.purge_unreferenced_contents()
                 store.replace_skipped(branch, skipped)
                 store.mark_catalog(branch)
+                store.set_meta("pipeline_version", PIPELINE_VERSION)
                 store.bump_generation()
 
             chunks_added = self._write(store, branch, pending, removed, to_chunk, finish, force, report)
