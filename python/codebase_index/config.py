@@ -85,9 +85,13 @@ class IndexingConfig(_Section, frozen=True):
 
 
 class SearchConfig(_Section, frozen=True):
-    max_results: Annotated[int, _m("Default number of results", ge=1)] = 20
-    min_score: Annotated[float, _m("Results scoring below this are dropped", ge=0)] = 0.1
-    include_context: Annotated[bool, _m("Return the source of each result, not only its location")] = True
+    max_results: Annotated[int, _m("Results a search tool returns when the call gives no limit", ge=1)] = 20
+    min_score: Annotated[
+        float, _m("Tool results scoring below this are dropped (0 = keep all; scores are the ranker's)", ge=0)
+    ] = 0.0
+    include_context: Annotated[
+        bool, _m("codebase_search shows each result's code, not only its location")
+    ] = True
     hybrid_weight: Annotated[float, _m("Keyword share in weighted fusion (0 = vectors only)", ge=0, le=1)] = (
         0.5
     )

@@ -115,7 +115,13 @@ class SearchParams(_Params):
     """Search the indexed code and return the best matching chunks with their code."""
 
     query: _Query
-    limit: Annotated[int, msgspec.Meta(ge=1, le=50, description="How many results (default 10).")] = 10
+    limit: (
+        Annotated[
+            int,
+            msgspec.Meta(ge=1, le=50, description="How many results (default: config search.maxResults)."),
+        ]
+        | None
+    ) = None
     file_type: _FileType | None = None
     directory: _Directory | None = None
     chunk_type: _ChunkType | None = None
@@ -677,12 +683,19 @@ def _hits(results: Sequence[Any], *, content: bool) -> list[Hit]:
 
 
 def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult:
-    from .format import format_search
+    from .format import format_peek, format_search
 
-    response = _run_search(rt, p.query, p.limit, _filters(p.file_type, p.directory, p.chunk_type), p.mode)
-    results = [r for r in response.results if p.min_score is None or r.score >= p.min_score]
+    defaults = rt.reader().config.search  # unset params fall back to the project's `search` config
+    limit = p.limit if p.limit is not None else min(defaults.max_results, 50)
+    min_score = p.min_score if p.min_score is not None else defaults.min_score
+    context_lines = p.context_lines if p.context_lines is not None else defaults.context_lines
+    response = _run_search(rt, p.query, limit, _filters(p.file_type, p.directory, p.chunk_type), p.mode)
+    results = [r for r in response.results if r.score >= min_score]
     call.check_cancelled()
-    text = format_search(results, root=rt.root, context_lines=p.context_lines or 0, query=p.query)
+    if defaults.include_context:
+        text = format_search(results, root=rt.root, context_lines=context_lines, query=p.query)
+    else:
+        text = format_peek(results, query=p.query)
     data = {"query": p.query, "strategy": response.strategy, "results": _hits(results, content=False)}
     return ToolResult(text, data)
 
@@ -788,22 +801,29 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
     note = ""
     from .store import IndexLockedError
 
+    vectors: dict[str, Any] | None = None
     if rt.index_lock.acquire(blocking=False):
         try:
-            report = rt.writer().gc()
-            purged = report.contents_removed
-            gc = msgspec.to_builtins(report)
-        except IndexLockedError:
-            note = "purge skipped: another process is indexing"
+            writer = rt.writer()
+            try:
+                report = writer.gc()
+                purged = report.contents_removed
+                gc = msgspec.to_builtins(report)
+            except IndexLockedError:
+                note = "purge skipped: another process is indexing"
+            # After GC (it drops orphaned vectors): the ANN file is then repaired against what is left.
+            check = writer.verify_vectors()
+            vectors = None if check is None else {**msgspec.to_builtins(check), "ok": check.ok}
         finally:
             rt.index_lock.release()
     else:
-        note = "purge skipped: an index run is in progress"
+        note = "purge and vector check skipped: an index run is in progress"
     data = {
         "ok": rows == ["ok"],
         "quickCheck": rows[:20],
         "purgedContents": purged,
         "gc": gc,
+        "vectors": vectors,
         "branch": branch,
         "files": counts["files"],
         "chunks": counts["chunks"],

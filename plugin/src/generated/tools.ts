@@ -27,11 +27,10 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
           "minLength": 1
         },
         "limit": {
-          "description": "How many results (default 10).",
+          "description": "How many results (default: config search.maxResults).",
           "type": "integer",
           "minimum": 1,
-          "maximum": 50,
-          "default": 10
+          "maximum": 50
         },
         "fileType": {
           "description": "Only files with this extension, e.g. 'py' or '.ts'.",
@@ -404,7 +403,7 @@ export function toolArgs(z: Z) {
   return {
     codebase_search: {
       query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
-      limit: z.number().int().min(1).max(50).optional().describe("How many results (default 10)."),
+      limit: z.number().int().min(1).max(50).optional().describe("How many results (default: config search.maxResults)."),
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
       chunkType: z.enum(["block", "class", "enum", "function", "impl", "interface", "method", "module", "section", "struct", "trait", "type"]).optional().describe("Only chunks of this kind."),
