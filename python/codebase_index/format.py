@@ -133,7 +133,24 @@ def format_health(data: Mapping[str, Any]) -> str:
     purged = data["purgedContents"]
     purge = f"purged {purged} unreferenced contents" if purged is not None else (data.get("note") or "")
     counts = f"{data['files']} files, {data['chunks']} chunks on branch {data['branch']}"
-    return f"integrity {state}; {counts}; {purge}"
+    text = f"integrity {state}; {counts}; {purge}"
+    vectors = data.get("vectors")
+    if vectors:
+        text += "\n" + format_vector_check(vectors)
+    return text
+
+
+def format_vector_check(check: Mapping[str, Any]) -> str:
+    """One line on the vectors: how many, whether the ANN file agreed with SQLite, and what was fixed."""
+    ann = check["ann"]
+    if ann == "not needed":
+        where = "exact search, no ANN index needed"
+    else:
+        where = f"ANN index {ann} ({check['annSize']} vectors, {check['sampled']} sampled)"
+    line = f"vectors: {check['stored']} of {check['model']}; {where}"
+    if check["problems"]:
+        line += "; fixed: " + "; ".join(check["problems"])
+    return line
 
 
 def format_metrics(data: Mapping[str, Any]) -> str:

@@ -37,7 +37,7 @@ from .indexer import Indexer, IndexReport, ProgressFn
 from .models import SearchResult
 from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms
 from .store import SkippedRow, Store, StoreError
-from .vectors import AnnIndex, Hit, VectorSnapshot
+from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
 
 if TYPE_CHECKING:
     from .embeddings.base import EmbeddingProvider
@@ -318,11 +318,27 @@ class Engine:
                 ids = [d.chunk_id for d in snap.docs]
                 hashes = self._chunk_hashes(ids)
                 vecs = VectorSnapshot([hashes[i] for i in ids], provider.dimensions, provider.model_id)
-                if len(snap.docs) >= self.ann_threshold():
-                    vecs.ann = AnnIndex.load(self.index_dir, provider.model_id, provider.dimensions)
                 self._vectors = (snap, vecs)
+            if len(snap.docs) >= self.ann_threshold():
+                vecs.reload_ann(self.index_dir)  # one stat unless the embedding side saved a new file
             vecs.refresh(self.store)
             return vecs
+
+    def verify_vectors(self, *, sample: int = 64) -> VectorCheck | None:
+        """Check the index model's vectors (SQLite rows, the ANN file) and repair what disagrees, without
+        re-embedding or loading any model; None when nothing was ever embedded here."""
+        from .embedder import META_DIMENSIONS
+        from .vectors import verify_vectors
+
+        if not (self.index_dir / "codebase.db").exists():
+            return None
+        model = self.store.get_meta(META_MODEL)
+        dims = self.store.get_meta(META_DIMENSIONS)
+        if model is None or dims is None:
+            return None
+        return verify_vectors(
+            self.store, self.index_dir, model, int(dims), threshold=self.ann_threshold(), sample=sample
+        )
 
     def _chunk_hashes(self, chunk_ids: Sequence[int]) -> dict[int, str]:
         out: dict[int, str] = {}

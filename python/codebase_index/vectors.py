@@ -8,19 +8,24 @@ instead, plus an exact pass over vectors newer than the ANN file.
 
 The ANN file lives in the index folder, is written atomically (temp file + rename) by the embedding side
 (`AnnIndex.sync`, never by a search) and is rebuilt from SQLite, without re-embedding, when it is missing,
-unreadable or disagrees with the database.
+unreadable or disagrees with the database. `verify_vectors` (the health check) compares it with SQLite:
+counts, plus a sample of ids whose stored vectors must match, and repairs or rebuilds it. Writers of the
+file hold `ann.lock`, so a health check and the embedding job never interleave their saves.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import random
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import msgspec
 import numpy as np
 
 from .embedder import decode_vectors, ensure_tables
@@ -30,6 +35,9 @@ from .store import Store
 # and needs no index build (usearch builds ~600-1,200 vectors/s here).
 ANN_THRESHOLD = 60_000
 _OVERSAMPLE = 4
+ANN_LOCK_NAME = "ann.lock"
+# Above this share of differing keys a repair would keep little of the old graph: rebuild instead.
+_REPAIR_LIMIT = 0.1
 
 
 class Hit(NamedTuple):
@@ -79,6 +87,8 @@ class VectorSnapshot:
         self.docs_of_id: dict[int, list[int]] = {}  # embeddings.id -> documents
         self.last_id = 0
         self.ann: AnnIndex | None = None
+        self.bad_rows = 0  # stored blobs of the wrong width, skipped (the health check deletes them)
+        self._ann_stamp: tuple[int, int] | None = None
 
     def __len__(self) -> int:
         return int(self.present.sum())
@@ -92,10 +102,13 @@ class VectorSnapshot:
         ids: list[int] = []
         docs: list[list[int]] = []
         blobs: list[bytes] = []
+        width = self.dimensions * 2
         for emb_id, chunk_hash, blob in rows:
             self.last_id = max(self.last_id, emb_id)
             targets = self._docs_of.get(chunk_hash)
-            if targets:
+            if targets and len(blob) != width:
+                self.bad_rows += 1
+            elif targets:
                 ids.append(emb_id)
                 docs.append(targets)
                 blobs.append(blob)
@@ -119,6 +132,16 @@ class VectorSnapshot:
             (self.model_id, self.last_id),
         )
         return self.add_rows(rows)
+
+    def reload_ann(self, index_dir: Path) -> bool:
+        """Pick up an ANN file saved since the last look (by the embedding job or a health check); costs one
+        stat when nothing changed. Returns whether the index was (re)loaded."""
+        stamp = AnnIndex.stamp(index_dir, self.model_id)
+        if stamp == self._ann_stamp:
+            return False
+        self._ann_stamp = stamp
+        self.ann = AnnIndex.load(index_dir, self.model_id, self.dimensions) if stamp is not None else None
+        return self.ann is not None
 
     def vector_of(self, doc: int) -> np.ndarray | None:
         return self.matrix[doc] if self.present[doc] else None
@@ -175,6 +198,23 @@ def _file_stem(model_id: str) -> str:
     return "vectors-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)
 
 
+@contextlib.contextmanager
+def ann_lock(index_dir: Path) -> Iterator[None]:
+    """Serialise writers of the ANN file across threads and processes (readers never take it)."""
+    index_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(index_dir / ANN_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _valid_rows(model_id: str, dimensions: int) -> tuple[str, tuple[str, int]]:
+    """WHERE clause + parameters of the stored vectors usable for `model_id` (right blob width)."""
+    return "model_id = ? AND length(vector) = ?", (model_id, dimensions * 2)
+
+
 class AnnIndex:
     """A usearch index over every stored vector of one model, keyed by `embeddings.id`."""
 
@@ -190,9 +230,26 @@ class AnnIndex:
         stem = _file_stem(model_id)
         return index_dir / f"{stem}.usearch", index_dir / f"{stem}.json"
 
+    @classmethod
+    def stamp(cls, index_dir: Path, model_id: str) -> tuple[int, int] | None:
+        """(mtime_ns, inode) of the meta file, which is replaced last on every save; None when absent."""
+        try:
+            st = cls.paths(index_dir, model_id)[1].stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_ino
+
     def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
         matches = self._index.search(query, min(count, self.size))  # type: ignore[attr-defined]
         return np.asarray(matches.keys), np.asarray(matches.distances)
+
+    def keys(self) -> np.ndarray:
+        return np.asarray(self._index.keys, dtype=np.uint64)  # type: ignore[attr-defined]
+
+    def get(self, ids: Sequence[int]) -> list[np.ndarray | None]:
+        """Stored vectors (float32) of these keys; None for a key the index lacks."""
+        found = self._index.get(np.asarray(ids, dtype=np.uint64), dtype=np.float32)  # type: ignore[attr-defined]
+        return list(found) if isinstance(found, tuple) else [found]
 
     @classmethod
     def load(cls, index_dir: Path, model_id: str, dimensions: int) -> AnnIndex | None:
@@ -213,52 +270,96 @@ class AnnIndex:
 
     @classmethod
     def sync(cls, store: Store, index_dir: Path, model_id: str, dimensions: int) -> tuple[AnnIndex, str]:
-        """Bring the saved index up to date with SQLite: add new rows, or rebuild when missing, corrupt or
-        inconsistent (rows deleted). Returns the index and what was done ("current", "updated", "rebuilt")."""
+        """Bring the saved index up to date with SQLite: add new rows, repair a few missing or purged keys,
+        or rebuild when missing, corrupt or far off. Returns the index and what was done ("current",
+        "updated", "repaired", "rebuilt")."""
+        with ann_lock(index_dir):
+            return cls._sync(
+                store, index_dir, model_id, dimensions, cls.load(index_dir, model_id, dimensions)
+            )
+
+    @classmethod
+    def _sync(
+        cls, store: Store, index_dir: Path, model_id: str, dimensions: int, current: AnnIndex | None
+    ) -> tuple[AnnIndex, str]:
+        """`sync` with the lock held and the saved index already loaded (None: rebuild from scratch)."""
         from usearch.index import Index
 
         ensure_tables(store.conn)
+        where, params = _valid_rows(model_id, dimensions)
         max_id = store.conn.execute(
-            "SELECT COALESCE(MAX(id), 0) FROM embeddings WHERE model_id = ?", (model_id,)
+            f"SELECT COALESCE(MAX(id), 0) FROM embeddings WHERE {where}", params
         ).fetchone()[0]
-        current = cls.load(index_dir, model_id, dimensions)
         action = "current"
         if current is not None:
             covered = store.conn.execute(
-                "SELECT COUNT(*) FROM embeddings WHERE model_id = ? AND id <= ?", (model_id, current.max_id)
+                f"SELECT COUNT(*) FROM embeddings WHERE {where} AND id <= ?", (*params, current.max_id)
             ).fetchone()[0]
             if covered != current.size:
-                current = None  # rows were purged or the file belongs to another database
+                action = "repaired" if current._repair(store, where, params) else "rebuilt"
+                if action == "rebuilt":
+                    current = None
         if current is None:
             index = Index(ndim=dimensions, metric="cos", dtype="f16")
             current = cls(index, model_id, dimensions, 0, 0)
             action = "rebuilt"
         if max_id > current.max_id:
             rows = store.conn.execute(
-                "SELECT id, vector FROM embeddings WHERE model_id = ? AND id > ? ORDER BY id",
-                (model_id, current.max_id),
+                f"SELECT id, vector FROM embeddings WHERE {where} AND id > ? ORDER BY id",
+                (*params, current.max_id),
             )
-            batch_ids: list[int] = []
-            batch_blobs: list[bytes] = []
-            for emb_id, blob in rows:
-                batch_ids.append(emb_id)
-                batch_blobs.append(blob)
-                if len(batch_ids) >= 4096:
-                    current._add(batch_ids, batch_blobs)
-                    batch_ids, batch_blobs = [], []
-            if batch_ids:
-                current._add(batch_ids, batch_blobs)
+            current._add_rows(rows)
             if action == "current":
                 action = "updated"
         if action != "current":
             current._save(index_dir)
         return current, action
 
+    def _repair(self, store: Store, where: str, params: tuple[str, int]) -> bool:
+        """Make the keys up to `max_id` equal SQLite's ids (drop purged ones, add missing ones); False when
+        so much differs that a rebuild is the better graph."""
+        stored = np.fromiter(
+            (
+                r[0]
+                for r in store.conn.execute(
+                    f"SELECT id FROM embeddings WHERE {where} AND id <= ?", (*params, self.max_id)
+                )
+            ),
+            dtype=np.uint64,
+        )
+        keys = self.keys()
+        extra = np.setdiff1d(keys, stored, assume_unique=True)
+        missing = np.setdiff1d(stored, keys, assume_unique=True)
+        if extra.size + missing.size > max(16, _REPAIR_LIMIT * max(keys.size, stored.size)):
+            return False
+        if extra.size:
+            self._index.remove(extra)  # type: ignore[attr-defined]
+            self.size = len(self._index)  # type: ignore[arg-type]
+        for start in range(0, missing.size, 500):
+            part = [int(i) for i in missing[start : start + 500]]
+            marks = ",".join("?" * len(part))
+            self._add_rows(
+                store.conn.execute(f"SELECT id, vector FROM embeddings WHERE id IN ({marks})", part)
+            )
+        return True
+
+    def _add_rows(self, rows: Iterable[tuple[int, bytes]]) -> None:
+        batch_ids: list[int] = []
+        batch_blobs: list[bytes] = []
+        for emb_id, blob in rows:
+            batch_ids.append(emb_id)
+            batch_blobs.append(blob)
+            if len(batch_ids) >= 4096:
+                self._add(batch_ids, batch_blobs)
+                batch_ids, batch_blobs = [], []
+        if batch_ids:
+            self._add(batch_ids, batch_blobs)
+
     def _add(self, ids: list[int], blobs: list[bytes]) -> None:
         vectors = decode_vectors(blobs, self.dimensions)
         self._index.add(np.asarray(ids, dtype=np.uint64), vectors)  # type: ignore[attr-defined]
         self.max_id = max(self.max_id, max(ids))
-        self.size += len(ids)
+        self.size = len(self._index)  # type: ignore[arg-type]
 
     def _save(self, index_dir: Path) -> None:
         data_path, meta_path = self.paths(index_dir, self.model_id)
@@ -279,6 +380,128 @@ class AnnIndex:
 
     @classmethod
     def remove(cls, index_dir: Path, model_id: str) -> None:
-        for path in cls.paths(index_dir, model_id):
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+        with ann_lock(index_dir):
+            for path in cls.paths(index_dir, model_id):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+
+# -- verification (the health check) ----------------------------------------------------------------------
+
+
+class VectorCheck(msgspec.Struct, rename="camel"):
+    """What `verify_vectors` found and did: the vector part of `index_health_check`."""
+
+    model: str
+    dimensions: int
+    stored: int  # usable vectors of the model in SQLite (after removing bad rows)
+    bad_rows_removed: int  # blobs of the wrong width, deleted (their chunks are embedded again)
+    ann: str  # "not needed" (exact search only), "ok", "updated", "repaired" or "rebuilt"
+    ann_size: int  # vectors in the ANN index after the check (0 when not needed)
+    sampled: int  # ids whose ANN vector was compared with SQLite
+    mismatched: int  # of those, missing from the ANN index or holding another vector
+    problems: list[str]  # what disagreed, in words; empty when everything agreed
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def sample_mismatches(ann: AnnIndex, store: Store, model_id: str, ids: Sequence[int]) -> int:
+    """How many of `ids` the ANN index lacks or holds with a vector other than SQLite's."""
+    if not ids:
+        return 0
+    marks = ",".join("?" * len(ids))
+    blobs = dict(
+        store.conn.execute(
+            f"SELECT id, vector FROM embeddings WHERE model_id = ? AND id IN ({marks})", (model_id, *ids)
+        )
+    )
+    wanted = [i for i in ids if i in blobs]
+    stored = decode_vectors([blobs[i] for i in wanted], ann.dimensions)
+    got = ann.get(wanted)
+    bad = len(ids) - len(wanted)  # sampled ids that vanished meanwhile count as disagreement
+    for expected, actual in zip(stored, got, strict=True):
+        # Both sides hold the same float16 numbers, so any real difference is far above this tolerance.
+        if actual is None or not np.allclose(actual, expected, atol=2e-3):
+            bad += 1
+    return bad
+
+
+def verify_vectors(
+    store: Store,
+    index_dir: Path,
+    model_id: str,
+    dimensions: int,
+    *,
+    threshold: int = ANN_THRESHOLD,
+    sample: int = 64,
+    seed: int | None = None,
+) -> VectorCheck:
+    """Check the vectors of `model_id` against SQLite and fix what disagrees, never re-embedding anything.
+
+    Stored rows of the wrong width are deleted (the next embedding run redoes them). The ANN file, when the
+    index is big enough to use one (or one exists), must load, hold as many vectors as SQLite up to its
+    last id, and return SQLite's vector for `sample` random ids; otherwise it is repaired or rebuilt from
+    SQLite. Below `threshold` with no file, search is exact over SQLite's vectors: nothing else to check.
+    """
+    ensure_tables(store.conn)
+    problems: list[str] = []
+    with ann_lock(index_dir):
+        wrong_width = "FROM embeddings WHERE model_id = ? AND length(vector) <> ?"
+        bad_rows = int(
+            store.conn.execute(f"SELECT COUNT(*) {wrong_width}", (model_id, dimensions * 2)).fetchone()[0]
+        )
+        if bad_rows:  # a clean check writes nothing
+            with store.transaction():
+                store.conn.execute(f"DELETE {wrong_width}", (model_id, dimensions * 2))
+            problems.append(
+                f"{bad_rows} stored vectors were not {dimensions}-dimensional (deleted; re-embedded)"
+            )
+        where, params = _valid_rows(model_id, dimensions)
+        stored = int(
+            store.conn.execute(f"SELECT COUNT(*) FROM embeddings WHERE {where}", params).fetchone()[0]
+        )
+        data_path, meta_path = AnnIndex.paths(index_dir, model_id)
+        exists = data_path.exists() or meta_path.exists()
+        current = AnnIndex.load(index_dir, model_id, dimensions) if exists else None
+        sampled = mismatched = 0
+        if current is None and not exists and stored < threshold:
+            return VectorCheck(model_id, dimensions, stored, bad_rows, "not needed", 0, 0, 0, problems)
+        if current is None:
+            problems.append(
+                "the ANN index file is unreadable or does not match its metadata"
+                if exists
+                else f"the ANN index file is missing ({stored} vectors need one)"
+            )
+        else:
+            ids = [
+                int(r[0])
+                for r in store.conn.execute(
+                    f"SELECT id FROM embeddings WHERE {where} AND id <= ?", (*params, current.max_id)
+                )
+            ]
+            if len(ids) != current.size:
+                problems.append(
+                    f"the ANN index holds {current.size} vectors, SQLite {len(ids)} "
+                    f"(ids up to {current.max_id})"
+                )
+            rng = random.Random(seed)
+            picked = ids if len(ids) <= sample else rng.sample(ids, sample)
+            sampled = len(picked)
+            mismatched = sample_mismatches(current, store, model_id, picked)
+            if mismatched:
+                problems.append(f"{mismatched} of {sampled} sampled vectors differ from SQLite's")
+                current = None  # vectors disagree: the file cannot be trusted, rebuild it whole
+        ann, action = AnnIndex._sync(store, index_dir, model_id, dimensions, current)
+    return VectorCheck(
+        model=model_id,
+        dimensions=dimensions,
+        stored=stored,
+        bad_rows_removed=bad_rows,
+        ann="ok" if action == "current" else action,
+        ann_size=ann.size,
+        sampled=sampled,
+        mismatched=mismatched,
+        problems=problems,
+    )

@@ -1,0 +1,167 @@
+"""Vector upkeep: the health check verifies the ANN file against SQLite (counts, sampled vectors) and
+repairs or rebuilds it without re-embedding. Real git repos, SQLite, usearch and a real HTTP embedding
+server on 127.0.0.1 (tests/provider_server.py)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from codebase_index import tools, vectors
+from codebase_index.embedder import encode_vector
+from codebase_index.service import Engine
+from codebase_index.vectors import AnnIndex, verify_vectors
+from provider_server import serve
+from test_vectors import embedded_texts, make_repo, remote_config
+
+MODEL = "custom:fake-embed"
+DIMS = 16
+FILES = {f"pkg/m{i}.py": f"def helper_{i}(a, b):\n    return a * {i} - b\n" for i in range(40)}
+
+
+@pytest.fixture()
+def small_ann(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ANN index from 4 vectors on, so a test repository gets one."""
+    monkeypatch.setattr(vectors, "ANN_THRESHOLD", 4)
+
+
+def _ids(engine: Engine) -> list[int]:
+    return [r[0] for r in engine.store.conn.execute("SELECT id FROM embeddings ORDER BY id")]
+
+
+def test_verify_repairs_or_rebuilds_the_ann_index(tmp_path: Path, small_ann: None) -> None:
+    root = make_repo(tmp_path / "repo", FILES)
+    with serve(dims=DIMS) as server:
+        engine = Engine(root, remote_config(server.base_url, dims=DIMS), index_path=tmp_path / "idx")
+        engine.index()
+        engine.embed()
+        data_path, _ = AnnIndex.paths(engine.index_dir, MODEL)
+        sent = len(embedded_texts(server))
+
+        clean = engine.verify_vectors()
+        assert clean is not None and clean.ok and clean.ann == "ok"
+        assert clean.stored == clean.ann_size == clean.sampled == 40 and clean.mismatched == 0
+
+        data_path.unlink()
+        missing = engine.verify_vectors()
+        assert missing is not None and missing.ann == "rebuilt" and "unreadable" in missing.problems[0]
+        loaded = AnnIndex.load(engine.index_dir, MODEL, DIMS)
+        assert loaded is not None and loaded.size == 40
+
+        data_path.write_bytes(b"garbage" * 100)
+        corrupt = engine.verify_vectors()
+        assert corrupt is not None and corrupt.ann == "rebuilt" and corrupt.ann_size == 40
+
+        # Rows deleted behind the index's back: a few keys differ, so the index is repaired in place.
+        gone = _ids(engine)[:3]
+        with engine.store.transaction():
+            engine.store.conn.executemany("DELETE FROM embeddings WHERE id = ?", [(i,) for i in gone])
+        repaired = engine.verify_vectors()
+        assert repaired is not None and repaired.ann == "repaired" and repaired.ann_size == 37
+        assert "holds 40 vectors, SQLite 37" in repaired.problems[0]
+        loaded = AnnIndex.load(engine.index_dir, MODEL, DIMS)
+        assert loaded is not None and loaded.get(gone) == [None, None, None]
+
+        # Same count, another vector under one id: only the sample can see it; the file is rebuilt whole.
+        victim = _ids(engine)[5]
+        other = np.ones(DIMS, dtype=np.float32) / np.sqrt(DIMS)
+        with engine.store.transaction():
+            engine.store.conn.execute(
+                "UPDATE embeddings SET vector = ? WHERE id = ?", (encode_vector(other), victim)
+            )
+        differs = engine.verify_vectors(sample=100)
+        assert differs is not None and differs.mismatched == 1 and differs.ann == "rebuilt"
+        rebuilt = AnnIndex.load(engine.index_dir, MODEL, DIMS)
+        assert rebuilt is not None
+        got = rebuilt.get([victim])[0]
+        assert got is not None and np.allclose(got, other, atol=2e-3)
+
+        # A row of the wrong width is deleted (its chunk is embedded again by the next run).
+        with engine.store.transaction():
+            engine.store.conn.execute("UPDATE embeddings SET vector = ? WHERE id = ?", (b"\0" * 6, victim))
+        bad = engine.verify_vectors()
+        assert bad is not None and bad.bad_rows_removed == 1 and bad.stored == 36 and bad.ann_size == 36
+
+        # Most rows gone: far off, so rebuilt rather than patched.
+        with engine.store.transaction():
+            engine.store.conn.execute(
+                "DELETE FROM embeddings WHERE id IN (SELECT id FROM embeddings LIMIT 20)"
+            )
+        far = engine.verify_vectors()
+        assert far is not None and far.ann == "rebuilt" and far.ann_size == 16
+
+        assert len(embedded_texts(server)) == sent, "verifying and rebuilding re-embed nothing"
+        again = engine.embed()
+        assert again is not None and again.embedded == 24 and again.pending == 0
+        final = engine.verify_vectors()
+        assert final is not None and final.ok and final.ann_size == 40
+        engine.close()
+
+
+def test_verify_below_the_threshold_has_no_ann_file_to_check(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", FILES)
+    with serve(dims=DIMS) as server:
+        engine = Engine(root, remote_config(server.base_url, dims=DIMS), index_path=tmp_path / "idx")
+        assert engine.verify_vectors() is None, "no index yet"
+        engine.index()
+        assert engine.verify_vectors() is None, "nothing embedded yet: no model recorded"
+        engine.embed()
+        check = verify_vectors(engine.store, engine.index_dir, MODEL, DIMS, threshold=1000)
+        assert check.ann == "not needed" and check.ok and check.stored == 40
+        assert not AnnIndex.paths(engine.index_dir, MODEL)[0].exists()
+        missing = verify_vectors(engine.store, engine.index_dir, MODEL, DIMS, threshold=10)
+        assert missing.ann == "rebuilt" and "missing" in missing.problems[0] and missing.ann_size == 40
+        engine.close()
+
+
+def test_reader_picks_up_a_rebuilt_ann_file(tmp_path: Path, small_ann: None) -> None:
+    root = make_repo(tmp_path / "repo", FILES)
+    with serve(dims=DIMS) as server:
+        config = remote_config(server.base_url, dims=DIMS)
+        writer = Engine(root, config, index_path=tmp_path / "idx")
+        writer.index()
+        writer.embed()
+        reader = Engine(root, config, index_path=tmp_path / "idx")
+        vecs = reader.vector_snapshot()
+        assert vecs is not None and vecs.ann is not None and vecs.ann.size == 40
+        first = vecs.ann
+        with writer.store.transaction():
+            writer.store.conn.execute("DELETE FROM embeddings WHERE id = (SELECT MIN(id) FROM embeddings)")
+        time.sleep(0.01)  # a distinct mtime for the new meta file on coarse clocks
+        check = writer.verify_vectors()
+        assert check is not None and check.ann == "repaired"
+        again = reader.vector_snapshot()
+        assert again is vecs and again.ann is not first and again.ann is not None and again.ann.size == 39
+        writer.close()
+        reader.close()
+
+
+def test_health_check_tool_reports_and_fixes_vectors(tmp_path: Path, small_ann: None) -> None:
+    root = make_repo(tmp_path / "repo", FILES)
+    with serve(dims=DIMS) as server:
+        (root / ".opencode").mkdir()
+        (root / ".opencode" / "codebase-index.json").write_text(
+            msgspec.json.encode(msgspec.to_builtins(remote_config(server.base_url, dims=DIMS))).decode()
+        )
+        rt = tools.Runtime(root, index_dir=tmp_path / "idx")
+        try:
+            tools.call(rt, "index", {})
+            deadline = time.monotonic() + 60
+            while rt.embedding_running() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not rt.embedding_running()
+            healthy = tools.call(rt, "health_check", {})
+            assert healthy.data["vectors"]["ok"] is True and healthy.data["vectors"]["ann"] == "ok"
+            assert "vectors: 40 of custom:fake-embed; ANN index ok" in healthy.text
+
+            AnnIndex.paths(rt.index_dir, MODEL)[0].unlink()
+            fixed = tools.call(rt, "health_check", {})
+            assert fixed.data["vectors"]["ann"] == "rebuilt" and fixed.data["vectors"]["ok"] is False
+            assert "ANN index rebuilt (40 vectors" in fixed.text and "fixed:" in fixed.text
+            assert AnnIndex.load(rt.index_dir, MODEL, DIMS) is not None
+        finally:
+            rt.close()
