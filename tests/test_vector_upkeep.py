@@ -165,3 +165,37 @@ def test_health_check_tool_reports_and_fixes_vectors(tmp_path: Path, small_ann: 
             assert AnnIndex.load(rt.index_dir, MODEL, DIMS) is not None
         finally:
             rt.close()
+
+
+def test_knowledge_base_chunks_are_embedded_and_searched_by_meaning(tmp_path: Path) -> None:
+    root = make_repo(tmp_path / "repo", {"src/util.py": "def project_helper():\n    return 1\n"})
+    kb = tmp_path / "handbook"
+    (kb / "guides").mkdir(parents=True)
+    (kb / "guides" / "deploy.md").write_text("# Deploying\n\nRoll out with blue green switching.\n")
+    (kb / "src").mkdir()
+    (kb / "src" / "util.py").write_text("def handbook_helper():\n    return 2\n")
+    with serve(dims=DIMS) as server:
+        engine = Engine(root, remote_config(server.base_url, dims=DIMS), index_path=tmp_path / "idx")
+        engine.index()
+        engine.add_knowledge_base(str(kb))
+        assert engine.embedding_catalogs() == ["main", f"kb:{kb}"]
+        report = engine.embed()
+        assert report is not None and report.failed == 0 and report.pending == 0
+        texts = embedded_texts(server)
+        assert "def handbook_helper():\n    return 2" in texts, "knowledge-base chunks are embedded"
+        status = engine.status().embeddings
+        assert status is not None and status.embedded == status.total == len(texts) == report.embedded
+
+        kb_text = next(t for t in texts if "blue green" in t)
+        semantic = engine.search(kb_text, mode="semantic", top_k=3)
+        assert semantic.results[0].path == "kb:handbook/guides/deploy.md"
+        hybrid = engine.search("handbook helper", top_k=5)
+        assert hybrid.strategy == "hybrid", "every searched chunk, knowledge bases included, has a vector"
+        assert "kb:handbook/src/util.py" in [r.path for r in hybrid.results]
+
+        engine.remove_knowledge_base(str(kb))
+        gc = engine.gc()
+        assert gc.embeddings_removed == len(texts) - 1, "the knowledge base's vectors go with it"
+        after = engine.status().embeddings
+        assert after is not None and after.embedded == after.total == 1
+        engine.close()

@@ -9,9 +9,10 @@ Vectors are stored as float16 (half the size, cosine error ~1e-4) in `embeddings
 at a time: the active provider/model/width is recorded in `meta` and a different configured model is
 refused (with the fix: `codebase-index index --force`, which purges the old model's vectors).
 
-The job (`EmbeddingJob.run`) embeds the current branch's pending chunks in batches, one transaction per
-batch, so a cancelled or killed run loses nothing already committed and the next run resumes. Batches
-that fail after the provider's retries go to `embedding_failures` and are retried on the next run.
+The job (`EmbeddingJob.run`) embeds the pending chunks of its catalogs (the current branch, then each
+knowledge base's `kb:<path>` catalog, since search covers both) in batches, one transaction per batch,
+so a cancelled or killed run loses nothing already committed and the next run resumes. Batches that fail
+after the provider's retries go to `embedding_failures` and are retried on the next run.
 """
 
 from __future__ import annotations
@@ -148,17 +149,28 @@ def switch_model(store: Store, provider: EmbeddingProvider) -> int:
     return int(dropped)
 
 
-def pending_hashes(store: Store, branch: str, model_id: str) -> list[str]:
-    """Distinct chunk hashes on `branch` with no vector for `model_id`, in path order."""
+Catalogs = str | Sequence[str]
+
+
+def _catalog_list(catalogs: Catalogs) -> list[str]:
+    return [catalogs] if isinstance(catalogs, str) else list(dict.fromkeys(catalogs))
+
+
+def pending_hashes(store: Store, catalogs: Catalogs, model_id: str) -> list[str]:
+    """Distinct chunk hashes of the catalogs (a branch, knowledge bases) with no vector for `model_id`, in
+    catalog then path order."""
     ensure_tables(store.conn)
-    rows = store.conn.execute(
-        """SELECT c.chunk_hash FROM files f JOIN chunks c ON c.content_key = f.content_key
-           WHERE f.branch = ? AND NOT EXISTS (
-               SELECT 1 FROM embeddings e WHERE e.chunk_hash = c.chunk_hash AND e.model_id = ?)
-           ORDER BY f.path, c.ordinal""",
-        (branch, model_id),
-    )
-    return list(dict.fromkeys(r[0] for r in rows))
+    out: dict[str, None] = {}
+    for catalog in _catalog_list(catalogs):
+        rows = store.conn.execute(
+            """SELECT c.chunk_hash FROM files f JOIN chunks c ON c.content_key = f.content_key
+               WHERE f.branch = ? AND NOT EXISTS (
+                   SELECT 1 FROM embeddings e WHERE e.chunk_hash = c.chunk_hash AND e.model_id = ?)
+               ORDER BY f.path, c.ordinal""",
+            (catalog, model_id),
+        )
+        out.update(dict.fromkeys(r[0] for r in rows))
+    return list(out)
 
 
 def texts_for(store: Store, hashes: Sequence[str]) -> dict[str, str]:
@@ -174,21 +186,25 @@ def texts_for(store: Store, hashes: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def embedding_status(store: Store, branch: str, model_id: str | None) -> tuple[int, int, int, str | None]:
-    """(embedded, total, failures, last failure message) for `branch`, counted in distinct chunk hashes."""
+def embedding_status(
+    store: Store, catalogs: Catalogs, model_id: str | None
+) -> tuple[int, int, int, str | None]:
+    """(embedded, total, failures, last failure message) over the catalogs, in distinct chunk hashes."""
     ensure_tables(store.conn)
+    names = _catalog_list(catalogs)
+    marks = ",".join("?" * len(names))
     total = store.conn.execute(
-        """SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
-           WHERE f.branch = ?""",
-        (branch,),
+        f"""SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
+            WHERE f.branch IN ({marks})""",
+        names,
     ).fetchone()[0]
     if model_id is None:
         return 0, int(total), 0, None
     embedded = store.conn.execute(
-        """SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
-           JOIN embeddings e ON e.chunk_hash = c.chunk_hash AND e.model_id = ?
-           WHERE f.branch = ?""",
-        (model_id, branch),
+        f"""SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
+            JOIN embeddings e ON e.chunk_hash = c.chunk_hash AND e.model_id = ?
+            WHERE f.branch IN ({marks})""",
+        (model_id, *names),
     ).fetchone()[0]
     failures, last = store.conn.execute(
         """SELECT COUNT(*), (SELECT error FROM embedding_failures WHERE model_id = ?
@@ -249,19 +265,20 @@ def embed_lock(index_dir: Path, *, wait: bool) -> Iterator[bool]:
 
 
 class EmbeddingJob:
-    """Embeds one branch's pending chunks; owns its own SQLite connection (it runs beside searches)."""
+    """Embeds the pending chunks of a branch and of knowledge-base catalogs; owns its own SQLite connection
+    (it runs beside searches)."""
 
     def __init__(
         self,
         index_dir: Path,
-        branch: str,
+        catalogs: Catalogs,
         provider: EmbeddingProvider,
         *,
         batch_size: int | None = None,
         stop: threading.Event | None = None,
     ) -> None:
         self.index_dir = index_dir
-        self.branch = branch
+        self.catalogs = _catalog_list(catalogs)
         self.provider = provider
         remote = hasattr(provider, "embed_batches")
         self.batch_size = batch_size or (REMOTE_BATCH if remote else EMBEDDED_BATCH)
@@ -275,7 +292,7 @@ class EmbeddingJob:
         try:
             with embed_lock(self.index_dir, wait=wait_for_lock) as got:
                 if not got:
-                    pending = len(pending_hashes(store, self.branch, model_id))
+                    pending = len(pending_hashes(store, self.catalogs, model_id))
                     return EmbedReport(
                         model_id, 0, 0, pending, 0.0, error="another process is embedding this index"
                     )
@@ -283,7 +300,7 @@ class EmbeddingJob:
                 attempted: set[str] = set()
                 # New chunks can land while we run (an index run beside us): loop until none are left.
                 while not self.stop.is_set():
-                    todo = [h for h in pending_hashes(store, self.branch, model_id) if h not in attempted]
+                    todo = [h for h in pending_hashes(store, self.catalogs, model_id) if h not in attempted]
                     if not todo:
                         break
                     done_before = embedded + failed
@@ -300,7 +317,7 @@ class EmbeddingJob:
                         failed += bad
                         if progress is not None:
                             progress(embedded + failed, total)
-            remaining = len(pending_hashes(store, self.branch, model_id))
+            remaining = len(pending_hashes(store, self.catalogs, model_id))
         finally:
             store.close()
         return EmbedReport(

@@ -271,7 +271,7 @@ class Engine:
         provider = self.embedding_provider()
         if provider is None:
             return None
-        job = EmbeddingJob(self.index_dir, self.branch(), provider, stop=stop)
+        job = EmbeddingJob(self.index_dir, self.embedding_catalogs(), provider, stop=stop)
         report = job.run(progress, wait_for_lock=wait_for_lock)
         if not report.cancelled and report.error is None:
             count = self.store.conn.execute(
@@ -280,6 +280,11 @@ class Engine:
             if count >= self.ann_threshold():
                 AnnIndex.sync(self.store, self.index_dir, provider.model_id, provider.dimensions)
         return report
+
+    def embedding_catalogs(self, branch: str | None = None) -> list[str]:
+        """What the embedding job covers, in order: the branch, then each knowledge base (search covers
+        both, so semantic and hybrid results include knowledge-base chunks once they are embedded)."""
+        return [branch or self.branch(), *(kb.catalog for kb in self.knowledge_bases())]
 
     def ann_threshold(self) -> int:
         from . import vectors
@@ -601,7 +606,8 @@ class Engine:
         last = store.get_meta("last_indexed_at")
         provider = self.embedding_provider()
         model = provider.model_id if provider is not None else store.get_meta(META_MODEL)
-        embedded, total, failures, last_failure = embedding_status(store, branch, model)
+        catalogs = self.embedding_catalogs(branch)
+        embedded, total, failures, last_failure = embedding_status(store, catalogs, model)
         rate = store.get_meta(META_RATE)
         embeddings = EmbeddingStatus(
             provider=model.split(":", 1)[0] if model else None,
