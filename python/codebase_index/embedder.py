@@ -364,6 +364,42 @@ class EmbeddingJob:
 
 # -- provider selection -----------------------------------------------------------------------------------
 
+# One in-process model per distinct setup per process: the sidecar's reader and writer engines share it, so
+# the embedded model's weights (~140 MB resident) load once; it is thread-safe. Remote clients are cheap and
+# hold connections to one server, so each engine keeps its own. A few setups at most (config edits).
+_SHARED_MAX = 4
+_shared: dict[bytes, EmbeddingProvider] = {}
+_shared_lock = threading.Lock()
+
+
+def _provider_key(config: Config) -> bytes:
+    """Everything `create_provider` reads from the config, as bytes (API keys included, never shown)."""
+    return msgspec.json.encode(
+        [
+            config.embedding_provider,
+            config.embedding_model,
+            config.custom_provider,
+            config.indexing.retries,
+            config.indexing.retry_delay_ms,
+        ]
+    )
+
+
+def shared_provider(config: Config) -> EmbeddingProvider | None:
+    """`create_provider(config)`, an in-process model built once per process for equal settings. Failures
+    are not cached: the next engine tries again (the model may have been installed meanwhile)."""
+    key = _provider_key(config)
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is not None:
+            return found
+        provider = create_provider(config)
+        if provider is not None and not hasattr(provider, "embed_batches"):  # local, not a remote client
+            if len(_shared) >= _SHARED_MAX:
+                _shared.pop(next(iter(_shared)))
+            _shared[key] = provider
+        return provider
+
 
 def create_provider(config: Config) -> EmbeddingProvider | None:
     """The configured provider; None when `auto` finds nothing usable (search stays keyword-only).

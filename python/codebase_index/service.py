@@ -26,8 +26,8 @@ from .embedder import (
     EmbedProgressFn,
     EmbedReport,
     check_model,
-    create_provider,
     embedding_status,
+    shared_provider,
     switch_model,
 )
 from .git import current_branch
@@ -247,7 +247,7 @@ class Engine:
             from .embeddings.base import EmbeddingError
 
             try:
-                self._provider = create_provider(self.config)
+                self._provider = shared_provider(self.config)  # one per process per setup
                 if self._provider is None:
                     self._provider_error = "no embedding provider available (keyword search only)"
             except EmbeddingError as exc:
