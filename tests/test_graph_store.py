@@ -136,7 +136,12 @@ def test_path_level_updates_keep_edges_right(engine: Engine, repo: Path) -> None
     engine.index()
     (repo / "util.py").write_text("\n" + UTIL)
     indexer = Indexer(engine.root, engine.config, engine.store, workers=1)
-    assert indexer.run_paths(engine.branch(), ["util.py"]).graph is not None
+    report = indexer.run_paths(engine.branch(), ["util.py"])
+    assert report.graph is None, "a path-level run only marks the graph; edges are resolved after it"
+    assert not GraphStore(engine.store.conn).is_fresh(engine.branch())
+    refresh = engine.graphs.refresh(engine.branch())
+    assert refresh is not None and refresh.mode == "incremental" and refresh.files_resolved == 2
+    assert GraphStore(engine.store.conn).is_fresh(engine.branch())
     assert ("run", "app.py", 5, "helper", "util.py", 2, "import") in edges(engine)
     assert edges(engine) == full_edges(engine)
 

@@ -359,10 +359,12 @@ class PostingsIndex:
         vocab_size: int | None = None,
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
+        avgdl: float | None = None,
     ) -> PostingsIndex:
         """Build from per-document (term id, tf) arrays; document i is position i in the sequences.
 
-        `doc_lengths` defaults to the sum of each document's tfs (the BM25 length in tokens).
+        `doc_lengths` defaults to the sum of each document's tfs (the BM25 length in tokens). `avgdl`
+        defaults to their mean; a small index layered over a bigger one passes the bigger one's.
         A term id repeated within one document has its tfs summed. `vocab_size` defaults to the largest
         id + 1; query ids outside the vocabulary simply match nothing.
         """
@@ -410,7 +412,8 @@ class PostingsIndex:
         np.cumsum(df, out=indptr[1:])
         idf_values = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
 
-        avgdl = float(lengths.mean()) if n_docs else 0.0
+        if avgdl is None:
+            avgdl = float(lengths.mean()) if n_docs else 0.0
         if avgdl <= 0.0:
             avgdl = 1.0
         norm = (k1 * (1.0 - b + b * lengths / avgdl)).astype(np.float32)

@@ -566,6 +566,10 @@ class Indexer:
         for start in range(0, max(total, 1), WRITE_BATCH_FILES):
             batch = pending[start : start + WRITE_BATCH_FILES]
             with store.transaction():
+                if force:
+                    # Chunk rows are rewritten under unchanged content keys: in-memory snapshots drop
+                    # their base (snapshots.EPOCH_KEY).
+                    store.set_meta("chunks_epoch", str(time.time_ns()))
                 for item in batch:
                     records = chunked.get(item.row.content_key)
                     if records is not None and vocab is not None:
@@ -581,12 +585,18 @@ class Indexer:
                         del chunked[item.row.content_key]  # one content, stored once
                     store.upsert_file(branch, item.row)
             report("write", min(start + len(batch), total), total)
-        report("graph", 0, 0)
         with store.transaction():
             finish()
             if graph_enabled():
-                self.last_graph = graphs.refresh_edges(
-                    branch, changed=changed, removed=removed, old_names=old_names, full=force
+                # Edges are resolved later (Engine.refresh_graph), off the save path: only mark here, in
+                # the same transaction as the files, so the marks can never be lost or run ahead.
+                graphs.mark_dirty(
+                    branch,
+                    store.generation(),
+                    changed=changed,
+                    removed=removed,
+                    old_names=old_names,
+                    full=force,
                 )
         self._rows_cache = None
         self._stored_cache = None

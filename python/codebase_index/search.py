@@ -96,7 +96,13 @@ class _Field:
 
 
 class KeywordSnapshot:
-    """BM25 over every chunk of a branch, plus the per-document metadata filters need."""
+    """BM25 over every chunk of a branch, plus the per-document metadata filters need.
+
+    A snapshot is either a base (built from every row) or an overlay (`overlay()`): the base's documents,
+    with those of changed or removed files tombstoned (`live` False, scoring 0 everywhere), followed by the
+    documents of the changed files. Overlays keep the base's doc numbering, so a vector snapshot can reuse
+    the base's rows; `len()` counts live documents only.
+    """
 
     def __init__(self, rows: Iterable[DocRow], *, k1: float = 1.5, b: float = 0.75) -> None:
         self.docs: list[DocRow] = []
@@ -109,7 +115,9 @@ class KeywordSnapshot:
         self._term_tfs = term_tfs
         lengths = np.array([d.n_tokens for d in self.docs], dtype=np.float32)
         vocab_size = int(max((int(a.max()) for a in term_ids if a.size), default=0)) + 1
-        self.postings = PostingsIndex.from_documents(term_ids, term_tfs, lengths, vocab_size, k1=k1, b=b)
+        self.postings: PostingsIndex | _Layered = PostingsIndex.from_documents(
+            term_ids, term_tfs, lengths, vocab_size, k1=k1, b=b
+        )
         # Filters test each distinct file once, then spread the answer to its chunks through doc_file.
         file_ids: dict[str, int] = {}
         self.doc_file = np.fromiter(
@@ -126,13 +134,25 @@ class KeywordSnapshot:
         )
         self.kind_ids = kind_ids
         self._term_ids = term_ids
-        self._fields: tuple[_Field, _Field, PostingsIndex] | None = None
+        self._fields: (
+            tuple[_Field | _LayeredField, _Field | _LayeredField, PostingsIndex | _Layered] | None
+        ) = None
         self._fields_lock = threading.Lock()
+        self.live: np.ndarray | None = None  # None: every document is live (a base)
+        self.base: KeywordSnapshot | None = None  # set on overlays
+        self.dead_paths: frozenset[str] = frozenset()
+        self._n_live = len(self.docs)
+        self._dead_files = np.zeros(0, np.int32)
+        self._file_ids: dict[str, int] | None = None
 
-    def fields(self) -> tuple[_Field, _Field, PostingsIndex]:
+    def fields(
+        self,
+    ) -> tuple[_Field | _LayeredField, _Field | _LayeredField, PostingsIndex | _Layered]:
         """(path field per file, symbol field per chunk, whole-file BM25), built on first use so
         that a snapshot used only for filters or vectors does not pay for them."""
         with self._fields_lock:
+            if self._fields is None and self.base is not None:
+                self._fields = self._overlay_fields(self.base)
             if self._fields is None:
                 paths = _Field(path_field_tokens(p) for p in self.file_paths)
                 symbols = _Field(tokenize(d.symbol) for d in self.docs)
@@ -193,7 +213,129 @@ class KeywordSnapshot:
         return [Hit(int(d), float(s)) for d, s in zip(docs, top, strict=True)]
 
     def __len__(self) -> int:
-        return len(self.docs)
+        return self._n_live
+
+    @property
+    def delta_docs(self) -> int:
+        """Documents appended over the base (0 for a base)."""
+        return 0 if self.base is None else len(self.docs) - len(self.base.docs)
+
+    def is_live(self, doc: int) -> bool:
+        return self.live is None or bool(self.live[doc])
+
+    def overlay(self, dead_paths: Iterable[str], rows: Iterable[DocRow]) -> KeywordSnapshot:
+        """A new snapshot: this base with the documents of `dead_paths` tombstoned and `rows` (the
+        current chunks of changed files, ordered by path) appended. Costs O(delta), not O(base).
+
+        Always layered over a base: pass the changes relative to that base, not to an earlier overlay."""
+        if self.base is not None:
+            raise ValueError("overlay() takes a base snapshot; pass the changes relative to its base")
+        dead_set = frozenset(dead_paths)
+        snap = KeywordSnapshot.__new__(KeywordSnapshot)
+        docs: list[DocRow] = []
+        term_ids: list[np.ndarray] = []
+        term_tfs: list[np.ndarray] = []
+        for row in rows:
+            docs.append(row._replace(term_ids=b"", term_tfs=b""))
+            term_ids.append(np.frombuffer(row.term_ids, dtype=np.int32))
+            term_tfs.append(np.frombuffer(row.term_tfs, dtype=np.int32))
+        n_base = len(self.docs)
+        file_of = self._file_index()
+        dead_files = np.array(sorted(file_of[p] for p in dead_set if p in file_of), dtype=np.int32)
+        dead = np.flatnonzero(np.isin(self.doc_file, dead_files)).astype(np.int64)
+        base_post = self.postings
+        assert isinstance(base_post, PostingsIndex)
+        delta = PostingsIndex.from_documents(
+            term_ids,
+            term_tfs,
+            np.array([d.n_tokens for d in docs], dtype=np.float32),
+            k1=base_post.k1,
+            b=base_post.b,
+            avgdl=base_post.avgdl,
+        )
+        dead_df = _distinct_counts(self._term_ids[d] for d in dead.tolist())
+        snap.postings = _Layered(base_post, dead, dead_df, delta)
+        snap.docs = self.docs + docs
+        new_files: dict[str, int] = {}
+        offset = len(self.file_paths)
+        delta_file = np.fromiter(
+            (offset + new_files.setdefault(d.path, len(new_files)) for d in docs), np.int32, len(docs)
+        )
+        snap.doc_file = np.concatenate((self.doc_file, delta_file))
+        snap.file_paths = self.file_paths + list(new_files)
+        kind_ids = dict(self.kind_ids)
+        delta_kind = np.fromiter(
+            (kind_ids.setdefault(d.kind, len(kind_ids)) for d in docs), np.int16, len(docs)
+        )
+        snap.doc_kind = np.concatenate((self.doc_kind, delta_kind))
+        snap.kind_ids = kind_ids
+        snap._term_ids = term_ids
+        snap._term_tfs = term_tfs
+        snap._fields = None
+        snap._fields_lock = threading.Lock()
+        live = np.ones(len(snap.docs), dtype=bool)
+        live[dead] = False
+        snap.live = live
+        snap.base = self
+        snap.dead_paths = dead_set
+        snap._n_live = n_base - int(dead.shape[0]) + len(docs)
+        snap._dead_files = dead_files
+        snap._file_ids = None
+        return snap
+
+    def _file_index(self) -> dict[str, int]:
+        found = self._file_ids
+        if found is None:
+            found = {p: i for i, p in enumerate(self.file_paths)}
+            self._file_ids = found
+        return found
+
+    def _overlay_fields(
+        self, base: KeywordSnapshot
+    ) -> tuple[_Field | _LayeredField, _Field | _LayeredField, PostingsIndex | _Layered]:
+        """The base's fields layered with fields over the delta (what `fields()` returns for overlays)."""
+        b_paths, b_symbols, b_files = base.fields()
+        assert isinstance(b_paths, _Field) and isinstance(b_symbols, _Field)
+        assert isinstance(b_files, PostingsIndex)
+        n_base_files = len(base.file_paths)
+        dead_files: np.ndarray = self._dead_files
+        delta_paths = self.file_paths[n_base_files:]
+        paths = _LayeredField(
+            b_paths,
+            dead_files.astype(np.int64),
+            (path_field_tokens(base.file_paths[f]) for f in dead_files.tolist()),
+            _Field(path_field_tokens(p) for p in delta_paths),
+        )
+        assert isinstance(self.postings, _Layered)
+        dead_docs = self.postings.dead
+        n_base = len(base.docs)
+        symbols = _LayeredField(
+            b_symbols,
+            dead_docs,
+            (tokenize(base.docs[d].symbol) for d in dead_docs.tolist()),
+            _Field(tokenize(d.symbol) for d in self.docs[n_base:]),
+        )
+        grouped_ids: list[list[np.ndarray]] = [[] for _ in delta_paths]
+        grouped_tfs: list[list[np.ndarray]] = [[] for _ in delta_paths]
+        for i, f in enumerate((self.doc_file[n_base:] - n_base_files).tolist()):
+            grouped_ids[f].append(self._term_ids[i])
+            grouped_tfs[f].append(self._term_tfs[i])
+        empty = np.zeros(0, np.int32)
+        delta_files = PostingsIndex.from_documents(
+            [np.concatenate(g) if g else empty for g in grouped_ids],
+            [np.concatenate(g) if g else empty for g in grouped_tfs],
+            k1=b_files.k1,
+            b=b_files.b,
+            avgdl=b_files.avgdl,
+        )
+        dead_file_terms = (
+            np.concatenate(
+                [base._term_ids[d] for d in np.flatnonzero(base.doc_file == f).tolist()] or [empty]
+            )
+            for f in dead_files.tolist()
+        )
+        files = _Layered(b_files, dead_files.astype(np.int64), _distinct_counts(dead_file_terms), delta_files)
+        return paths, symbols, files
 
     def candidate_mask(self, filters: Filters) -> np.ndarray | None:
         """Boolean mask of documents passing the filters, or None when nothing is filtered."""
@@ -215,6 +357,8 @@ class KeywordSnapshot:
         if filters.kind:
             kind = self.kind_ids.get(filters.kind)
             mask &= self.doc_kind == kind if kind is not None else False
+        if self.live is not None:
+            mask &= self.live
         return mask
 
     def keyword_hits(
@@ -244,3 +388,101 @@ def query_terms(query: str) -> list[str]:
 
 def preview(text: str, limit: int = 200) -> str:
     return text[:limit]
+
+
+# -- incremental snapshots: an immutable base plus a small delta ------------------------------------------
+
+
+def _layered_idf(n_docs: int, df: np.ndarray) -> np.ndarray:
+    """BM25 IDF as `PostingsIndex` computes it, for document frequencies over the live union."""
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def _distinct_counts(arrays: Iterable[np.ndarray]) -> dict[int, int]:
+    """Term id -> number of the given documents holding it (each array is one document's term ids)."""
+    parts = [np.unique(a) for a in arrays if a.size]
+    if not parts:
+        return {}
+    ids, counts = np.unique(np.concatenate(parts), return_counts=True)
+    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
+
+class _Layered:
+    """BM25 over `base` (minus its `dead` documents) followed by `delta`'s documents, as one index.
+
+    IDF is exact for the live union: per query term, df = base df - dead df + delta df, and each part's
+    precomputed contributions are rescaled by new idf / part idf (a scalar per term). Length normalisation
+    is approximate: the delta is built with the base's average length (the delta is small, so the average
+    barely moves until the next full rebuild)."""
+
+    def __init__(
+        self, base: PostingsIndex, dead: np.ndarray, dead_df: dict[int, int], delta: PostingsIndex
+    ) -> None:
+        self.base = base
+        self.delta = delta
+        self.dead = dead  # indices of dead base documents
+        self.dead_df = dead_df
+        self.n_docs = base.n_docs + delta.n_docs
+        self.live_docs = base.n_docs - int(dead.shape[0]) + delta.n_docs
+        self.vocab_size = max(base.vocab_size, delta.vocab_size)
+
+    def scores_pairs(self, pairs: Sequence[tuple[int | None, int | None]]) -> np.ndarray:
+        """Scores for query terms given as (id in base, id in delta) pairs (None: absent there)."""
+        base_df = self.base.doc_freqs
+        delta_df = self.delta.doc_freqs
+        b_ids: list[int] = []
+        b_w: list[float] = []
+        d_ids: list[int] = []
+        d_w: list[float] = []
+        for bid, did in pairs:
+            in_base = bid is not None and 0 <= bid < self.base.vocab_size
+            in_delta = did is not None and 0 <= did < self.delta.vocab_size
+            df = (int(base_df[bid]) - self.dead_df.get(bid, 0) if in_base and bid is not None else 0) + (
+                int(delta_df[did]) if in_delta and did is not None else 0
+            )
+            if df <= 0:
+                continue
+            new_idf = float(_layered_idf(self.live_docs, np.array([df], np.float64))[0])
+            if in_base and bid is not None and base_df[bid] > 0:
+                b_ids.append(bid)
+                b_w.append(new_idf / float(self.base.idf[bid]))
+            if in_delta and did is not None and delta_df[did] > 0:
+                d_ids.append(did)
+                d_w.append(new_idf / float(self.delta.idf[did]))
+        out = np.zeros(self.n_docs, dtype=np.float32)
+        if b_ids:
+            out[: self.base.n_docs] = self.base.scores(b_ids, b_w)
+            out[self.dead] = 0.0
+        if d_ids:
+            out[self.base.n_docs :] = self.delta.scores(d_ids, d_w)
+        return out
+
+    def scores(self, term_ids: Iterable[int]) -> np.ndarray:
+        """Scores for term ids shared by base and delta (the store's vocabulary)."""
+        return self.scores_pairs([(t, t) for t in dict.fromkeys(term_ids)])
+
+    def top_k(
+        self, term_ids: Iterable[int], k: int, candidate_mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        scores = self.scores(term_ids)
+        if candidate_mask is not None:
+            scores = np.where(candidate_mask, scores, np.float32(0.0))
+        return _rank(scores, k)
+
+
+class _LayeredField:
+    """A string-vocabulary field (`_Field`) of the base plus one over the delta's documents."""
+
+    def __init__(
+        self, base: _Field, dead: np.ndarray, dead_tokens: Iterable[list[str]], delta: _Field
+    ) -> None:
+        vocab = base.vocab
+        dead_ids = [np.array([vocab[t] for t in tokens if t in vocab], np.int32) for tokens in dead_tokens]
+        self.base = base
+        self.delta = delta
+        self.layered = _Layered(base.index, dead, _distinct_counts(dead_ids), delta.index)
+
+    def scores(self, terms: Sequence[str]) -> np.ndarray | None:
+        pairs = [(self.base.vocab.get(t), self.delta.vocab.get(t)) for t in terms]
+        pairs = [p for p in pairs if p != (None, None)]
+        return self.layered.scores_pairs(pairs) if pairs else None

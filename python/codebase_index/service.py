@@ -4,13 +4,13 @@ retrieve -> format. The CLI, the JSON-RPC sidecar and the MCP server all talk to
 
 from __future__ import annotations
 
-import itertools
+import functools
 import os
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 import numpy as np
@@ -32,10 +32,12 @@ from .embedder import (
 )
 from .git import current_branch
 from .graph.query import CallGraph, ImplementationLookup
+from .graph.refresher import GraphRefresher
 from .graph.store import GraphStore
-from .indexer import Indexer, IndexReport, ProgressFn
+from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
-from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms
+from .search import FieldWeights, Filters, KeywordSnapshot, preview, query_terms
+from .snapshots import SnapshotCache, Source
 from .store import SkippedRow, Store, StoreError
 from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
 
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Engine", "IndexReport", "IndexStatus", "SearchResponse"]
 
+T = TypeVar("T")
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 QUERY_CACHE_SIZE = 256
 # Candidates each retriever hands to fusion, at least; more when more results are asked for.
@@ -109,8 +112,11 @@ class Engine:
         self.index_dir = index_path.resolve() if index_path else index_dir(self.root, self.config)
         self.workers = workers if workers is not None else max(1, min(2, os.cpu_count() or 1))
         self._store: Store | None = None
-        self._snapshot: tuple[str, int, KeywordSnapshot] | None = None
-        self._snapshot_lock = threading.Lock()
+        self._snapshots: SnapshotCache | None = None
+        self._graphs: GraphRefresher | None = None
+        # The sidecar sets this: index() then leaves edge resolution to a background thread too (a branch
+        # switch is searchable sooner); the CLI resolves before index() returns.
+        self.graph_in_background = False
         self._indexers: dict[str, Indexer] = {}  # per root: each remembers its last walk
         self._reranker: Reranker | None = None
         self.reranker_error: str | None = None
@@ -129,7 +135,20 @@ class Engine:
             self._store = Store.open(self.index_dir)
         return self._store
 
+    @property
+    def graphs(self) -> GraphRefresher:
+        """The deferred code-graph refresh of this index (see `graph.refresher`)."""
+        if self._graphs is None:
+            self._graphs = GraphRefresher(self.index_dir, lambda: self.store)
+        return self._graphs
+
     def close(self) -> None:
+        if self._graphs is not None:
+            self._graphs.close()
+            self._graphs = None
+        if self._snapshots is not None:
+            self._snapshots.close()
+            self._snapshots = None
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -151,6 +170,12 @@ class Engine:
         # new branch's catalog is built under the new name, never under the old one.
         report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
         report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
+        if graph_enabled():
+            # After the keyword write has committed: searchable first, edges next.
+            if self.graph_in_background:
+                self.graphs.schedule(self.branch)
+            else:
+                report.graph = self.graphs.refresh(report.branch)
         if report.files_changed or report.files_removed:
             self.maybe_gc()
         provider = self.embedding_provider() if force else None
@@ -190,6 +215,8 @@ class Engine:
             if kb.path in per_kb:
                 kb_report = self.indexer(Path(kb.path)).run_paths(kb.catalog, per_kb[kb.path])
                 report.knowledge_bases[kb.label] = kb_report.files
+        if graph_enabled() and (report.files_changed or report.files_removed or report.graph is None):
+            self.graphs.schedule(self.branch)  # edges follow in the background; queries wait for them
         return report
 
     # -- knowledge bases, upkeep ----------------------------------------------------------------------
@@ -322,7 +349,9 @@ class Engine:
                 check_model(self.store, provider, record=False)
                 ids = [d.chunk_id for d in snap.docs]
                 hashes = self._chunk_hashes(ids)
-                vecs = VectorSnapshot([hashes[i] for i in ids], provider.dimensions, provider.model_id)
+                # Tombstoned documents of an overlay snapshot get no vector (their chunks may be gone).
+                live = [hashes.get(i, "") if snap.is_live(n) else "" for n, i in enumerate(ids)]
+                vecs = VectorSnapshot(live, provider.dimensions, provider.model_id)
                 self._vectors = (snap, vecs)
             if len(snap.docs) >= self.ann_threshold():
                 vecs.reload_ann(self.index_dir)  # one stat unless the embedding side saved a new file
@@ -359,29 +388,22 @@ class Engine:
     # -- searching ----------------------------------------------------------------------------------
 
     def snapshot(self) -> KeywordSnapshot:
-        """The in-memory keyword index for the current branch, rebuilt when the store changed."""
+        """The in-memory keyword index for the current branch: cached per store generation, refreshed
+        after a change by overlaying the changed files on a base (see `snapshots.SnapshotCache`)."""
         store = self.store
         branch = self.branch()
         generation = store.generation()
-        with self._snapshot_lock:
-            cached = self._snapshot
-            if cached is not None and cached[0] == branch and cached[1] == generation:
-                return cached[2]
-            rows = itertools.chain(
-                (DocRow(*r) for r in store.iter_branch_postings(branch)),
-                *(
-                    (
-                        DocRow(*r)._replace(path=knowledge.display_path(kb, r[1]))
-                        for r in store.iter_branch_postings(kb.catalog)
-                    )
-                    for kb in self.knowledge_bases()
-                ),
-            )
+        if self._snapshots is None:
             bm25 = self.config.search.bm25
-            snap = KeywordSnapshot(rows, k1=bm25.k1, b=bm25.b)
-            snap.fields()  # path/symbol/file BM25 fields: built now, not inside the first query
-            self._snapshot = (branch, generation, snap)
-            return snap
+            self._snapshots = SnapshotCache(self.index_dir, k1=bm25.k1, b=bm25.b)
+
+        def sources() -> list[Source]:
+            kbs: list[Source] = [
+                (kb.catalog, functools.partial(knowledge.display_path, kb)) for kb in self.knowledge_bases()
+            ]
+            return [(branch, None), *kbs]
+
+        return self._snapshots.get(branch, generation, sources)
 
     def search(
         self, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str | None = None
@@ -522,7 +544,7 @@ class Engine:
         best: int | None = None
         seen_path = False
         for doc, row in enumerate(snap.docs):
-            if row.path != wanted:
+            if row.path != wanted or not snap.is_live(doc):
                 continue
             seen_path = True
             span = row.end_line - row.start_line
@@ -653,15 +675,27 @@ class Engine:
 
         if direction not in ("callers", "callees"):
             raise ValueError(f"direction must be 'callers' or 'callees', not {direction!r}")
-        return call_graph(
-            GraphStore(self.store.conn),
-            self.branch(),
-            target,
-            direction="callers" if direction == "callers" else "callees",
-            depth=depth,
-            include_name_matches=include_name_matches,
-            limit=limit,
+        branch = self.branch()
+        return self._graph_read(
+            branch,
+            lambda graphs: call_graph(
+                graphs,
+                branch,
+                target,
+                direction="callers" if direction == "callers" else "callees",
+                depth=depth,
+                include_name_matches=include_name_matches,
+                limit=limit,
+            ),
         )
+
+    def _graph_read(self, branch: str, query: Callable[[GraphStore], T]) -> T:
+        """Graph answers come from one state whose edges match its files (refreshed first if a save
+        left them behind); with the graph disabled, from whatever is stored."""
+        if not graph_enabled():
+            return query(GraphStore(self.store.conn))
+        self.store  # noqa: B018 (creates the database and schema before the refresher opens it)
+        return self.graphs.read(branch, query)
 
     def implementation_lookup(self, query: str, *, limit: int = 5) -> ImplementationLookup:
         """Where something is really implemented: definitions first, then search (not tests/docs/stubs)."""
@@ -670,13 +704,12 @@ class Engine:
         def search(q: str, top_k: int) -> list[SearchResult]:
             return self.search(q, top_k=top_k).results
 
-        return implementation_lookup(
-            GraphStore(self.store.conn),
-            self.branch(),
-            query,
-            search=search,
-            read=self._read_lines,
-            limit=limit,
+        branch = self.branch()
+        return self._graph_read(
+            branch,
+            lambda graphs: implementation_lookup(
+                graphs, branch, query, search=search, read=self._read_lines, limit=limit
+            ),
         )
 
     def _read_lines(self, path: str, start: int, end: int) -> str | None:

@@ -94,7 +94,9 @@ EMBEDDING_TABLES = """
 
 # The code graph (codebase_index.graph.store): definitions and references per file content, like chunks;
 # per branch, refreshed incrementally by each index run: resolved call edges (exact/import) and call sites
-# matched by name only (one row per site; the candidates are the definitions with that name).
+# matched by name only (one row per site; the candidates are the definitions with that name). Index runs
+# only mark what changed (graph_dirty, in their own transaction); edges are resolved after the keyword
+# write commits, in the background or before the next graph query (service.Engine.refresh_graph).
 GRAPH_TABLES = """
         CREATE TABLE graph_contents (
             content_key TEXT PRIMARY KEY,
@@ -143,6 +145,13 @@ GRAPH_TABLES = """
         CREATE INDEX graph_name_sites_name ON graph_name_sites (branch, name);
         CREATE INDEX graph_name_sites_caller ON graph_name_sites (branch, caller_path, caller);
         CREATE TABLE graph_state (branch TEXT PRIMARY KEY, resolved_at INTEGER NOT NULL);
+        CREATE TABLE graph_dirty (
+            branch TEXT NOT NULL,
+            path TEXT NOT NULL,
+            names TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (branch, path)
+        );
         """
 
 

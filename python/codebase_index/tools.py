@@ -503,9 +503,13 @@ class Runtime:
         from .service import Engine
 
         try:
-            return Engine(self.root, index_path=self.index_dir)
+            engine = Engine(self.root, index_path=self.index_dir)
         except FileNotFoundError as exc:
             raise ConfigProblem(str(exc)) from exc
+        # The sidecar resolves call edges in the background after index() returns (a branch switch is
+        # searchable sooner; graph queries wait for the edges); one-shot tool calls resolve at once.
+        engine.graph_in_background = self.watch_enabled
+        return engine
 
     def reader(self) -> Engine:
         with self._engines_lock:

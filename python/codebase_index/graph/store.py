@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import sqlite3
 import time
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import msgspec
 
@@ -118,6 +118,23 @@ def _provides(graph: FileGraph) -> set[str]:
     out.update(b.local for b in graph.imports)
     out.update(_module_names(graph.path))
     return out
+
+
+# The graph_dirty path that asks for a full resolve of the branch (a forced run).
+FULL_MARK = ""
+
+
+class RefreshPlan(msgspec.Struct):
+    """What `plan_refresh` read and resolved, for `apply_refresh` to write."""
+
+    state: int | None  # graph_state.resolved_at when planned (None: never resolved)
+    max_seq: int  # the newest graph_dirty row the plan covers
+    only: set[str] | None  # files re-resolved (None: all)
+    removed: list[str]
+    edges: list[Edge]
+    lines: dict[tuple[str, str], int]
+    files: int
+    seconds: float
 
 
 class EncodedGraph(msgspec.Struct, frozen=True):
@@ -250,6 +267,119 @@ class GraphStore:
         row = self.conn.execute("SELECT resolved_at FROM graph_state WHERE branch=?", (branch,)).fetchone()
         return None if row is None else int(row[0])
 
+    # -- deferred refresh: index runs mark, a later refresh resolves --------------------------------------
+
+    def mark_dirty(
+        self,
+        branch: str,
+        seq: int,
+        *,
+        changed: Collection[str] = (),
+        removed: Collection[str] = (),
+        old_names: Collection[str] = (),
+        full: bool = False,
+    ) -> None:
+        """Record, inside an index run's transaction, what the next edge refresh must re-resolve.
+
+        `seq` must grow from one run to the next (the store generation): a refresh consumes only the rows
+        it read, so a run that lands while it resolves stays pending. `full` asks for a whole resolve."""
+        paths = [FULL_MARK] if full else sorted({*changed, *removed})
+        names = "\n".join(sorted(old_names)) if not full else ""
+        self.conn.executemany(
+            """INSERT INTO graph_dirty (branch, path, names, seq) VALUES (?, ?, ?, ?)
+               ON CONFLICT (branch, path) DO UPDATE SET
+                 names = graph_dirty.names || char(10) || excluded.names, seq = excluded.seq""",
+            [(branch, p, names, seq) for p in paths],
+        )
+
+    def is_fresh(self, branch: str) -> bool:
+        """Edges resolved for exactly the branch's current files: no pending marks, a resolve done."""
+        if self.edges_state(branch) is None:
+            return False
+        return (
+            self.conn.execute("SELECT 1 FROM graph_dirty WHERE branch=? LIMIT 1", (branch,)).fetchone()
+            is None
+        )
+
+    def plan_refresh(self, branch: str) -> RefreshPlan | None:
+        """The read half of a refresh (run it in one read transaction; no lock needed): which files to
+        re-resolve and their new edges. None when the branch's edges are fresh."""
+        started = time.perf_counter()
+        state = self.edges_state(branch)
+        rows = self.conn.execute(
+            "SELECT path, names, seq FROM graph_dirty WHERE branch=?", (branch,)
+        ).fetchall()
+        if state is not None and not rows:
+            return None
+        full = state is None or any(path == FULL_MARK for path, _, _ in rows)
+        present = {r[0] for r in rows if r[0] != FULL_MARK}
+        names = {n for _, text, _ in rows for n in text.split("\n") if n}
+        graphs = self.load_branch(branch)
+        on_branch = {g.path for g in graphs} | set(self.branch_keys(branch, sorted(present)))
+        changed = present & on_branch
+        removed = present - on_branch
+        only = None if full else self._affected(graphs, changed, removed, names)
+        if only is not None and len(only) > FULL_RESOLVE_SHARE * max(len(graphs), 1):
+            only = None
+        edges, _ = resolve_with_stats(graphs, only=only)
+        lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
+        return RefreshPlan(
+            state,
+            max((seq for _, _, seq in rows), default=0),
+            only,
+            sorted(removed),
+            edges,
+            lines,
+            len(graphs),
+            time.perf_counter() - started,
+        )
+
+    def apply_refresh(self, branch: str, plan: RefreshPlan) -> EdgeRefresh | None:
+        """The write half (under the writer lock, inside a transaction). None, writing nothing, when a
+        concurrent resolve already moved the branch's edges past the state the plan was made from."""
+        started = time.perf_counter()
+        if self.edges_state(branch) != plan.state:
+            return None
+        if plan.only is None:
+            self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
+            self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
+        else:
+            stale = sorted(plan.only | set(plan.removed))
+            for start in range(0, len(stale), _CHUNK):
+                part = stale[start : start + _CHUNK]
+                marks = ",".join("?" * len(part))
+                for table in ("graph_edges", "graph_name_sites"):
+                    self.conn.execute(
+                        f"DELETE FROM {table} WHERE branch=? AND caller_path IN ({marks})", (branch, *part)
+                    )
+        written = self._insert(branch, plan.lines, plan.edges)
+        self.conn.execute("DELETE FROM graph_dirty WHERE branch=? AND seq <= ?", (branch, plan.max_seq))
+        # A resolve counter, not a clock: two resolves within one second must still differ.
+        resolved = max(int(time.time()), (plan.state or 0) + 1)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO graph_state (branch, resolved_at) VALUES (?, ?)", (branch, resolved)
+        )
+        return EdgeRefresh(
+            "full" if plan.only is None else "incremental",
+            plan.files,
+            plan.files if plan.only is None else len(plan.only),
+            self._count(branch),
+            written,
+            round(plan.seconds + time.perf_counter() - started, 3),
+        )
+
+    def _affected(
+        self, graphs: Sequence[FileGraph], changed: set[str], removed: set[str], old_names: set[str]
+    ) -> set[str]:
+        """Files whose call sites may resolve differently after these changes."""
+        names = set(old_names)
+        for p in removed:
+            names.update(_module_names(p))
+        for g in graphs:
+            if g.path in changed:
+                names.update(_provides(g))
+        return {g.path for g in graphs if g.path in changed or not names.isdisjoint(_mentions(g))}
+
     def refresh_edges(
         self,
         branch: str,
@@ -259,7 +389,9 @@ class GraphStore:
         old_names: Collection[str] = (),
         full: bool = False,
     ) -> EdgeRefresh:
-        """Bring the branch's edges up to date after `changed`/`removed` paths (inside a transaction).
+        """Bring the branch's edges up to date after `changed`/`removed` paths, in one go (inside a
+        transaction, under the writer lock). The indexer defers this (`mark_dirty` + `plan_refresh` /
+        `apply_refresh`); this is the direct form for tools and tests.
 
         `old_names` are what the previous contents of those paths provided (definitions, re-exports),
         so callers of a deleted or renamed symbol are re-resolved too. Without stored edges for the
@@ -296,10 +428,12 @@ class GraphStore:
                     self.conn.execute(
                         f"DELETE FROM {table} WHERE branch=? AND caller_path IN ({marks})", (branch, *part)
                     )
-        written = self._insert(branch, graphs, edges)
+        lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
+        written = self._insert(branch, lines, edges)
+        state = self.edges_state(branch)
         self.conn.execute(
             "INSERT OR REPLACE INTO graph_state (branch, resolved_at) VALUES (?, ?)",
-            (branch, int(time.time())),
+            (branch, max(int(time.time()), (state or 0) + 1)),
         )
         return EdgeRefresh(
             "full" if full else "incremental",
@@ -310,9 +444,9 @@ class GraphStore:
             round(time.perf_counter() - started, 3),
         )
 
-    def _insert(self, branch: str, graphs: Iterable[FileGraph], edges: Sequence[Edge]) -> int:
-        """Resolved edges one row each; name-only matches one row per call site (candidates by query)."""
-        lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
+    def _insert(self, branch: str, lines: dict[tuple[str, str], int], edges: Sequence[Edge]) -> int:
+        """Resolved edges one row each; name-only matches one row per call site (candidates by query).
+        `lines`: (path, qualified) -> start line of every definition of the branch."""
         resolved = [e for e in edges if e.confidence != "name"]
         sites: dict[tuple[str, str, int, str], tuple[bool, int]] = {}
         for e in edges:
@@ -380,6 +514,7 @@ class GraphStore:
         self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
         self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
         self.conn.execute("DELETE FROM graph_state WHERE branch=?", (branch,))
+        self.conn.execute("DELETE FROM graph_dirty WHERE branch=?", (branch,))
 
     # -- queries ------------------------------------------------------------------------------------
 
