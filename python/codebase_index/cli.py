@@ -6,12 +6,13 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
+from .format import duration, format_embeddings
 from .models import CHUNK_KINDS
 from .search import Filters
 
@@ -38,38 +39,70 @@ def _root(args: argparse.Namespace) -> Path:
 
 
 class Progress:
-    """A one-line progress bar on a terminal, plain phase lines otherwise (logs, CI)."""
+    """A one-line progress bar on a terminal; on a pipe (logs, CI) a line when a phase starts, every
+    `plain_every` seconds while it runs (embedding a big repository takes minutes), and when it ends. Both
+    show the rate and the time left once a phase has run for a second."""
 
-    def __init__(self, stream: TextIO, enabled: bool = True) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        enabled: bool = True,
+        *,
+        plain_every: float = 15.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = stream
         self.enabled = enabled
         self.tty = stream.isatty()
+        self.plain_every = plain_every
+        self._clock = clock
         self._last_phase = ""
         self._last_draw = 0.0
+        self._phase_start = 0.0
+        self._start_done = 0
+
+    def _pace(self, done: int, total: int, now: float) -> str:
+        """`, 24.1/s, 3m05s left` once the phase has run a second and moved; '' before."""
+        elapsed = now - self._phase_start
+        moved = done - self._start_done
+        if elapsed < 1.0 or moved <= 0:
+            return ""
+        rate = moved / elapsed
+        if total and done < total:
+            return f", {rate:.1f}/s, {duration((total - done) / rate)} left"
+        return f", {rate:.1f}/s"
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if not self.enabled:
             return
+        now = self._clock()
+        if phase != self._last_phase:
+            self._phase_start, self._start_done, self._last_draw = now, done, 0.0
+        finished = bool(total) and done >= total
         if self.tty:
-            now = time.monotonic()
-            if done != total and now - self._last_draw < 0.1 and phase == self._last_phase:
+            if not finished and now - self._last_draw < 0.1 and phase == self._last_phase:
                 return
             self._last_draw = now
             if total:
                 width = 30
-                filled = int(width * done / total)
+                filled = int(width * min(done, total) / total)
                 bar = "#" * filled + "-" * (width - filled)
-                self.stream.write(f"\r{phase:>9} [{bar}] {done}/{total}   ")
+                self.stream.write(f"\r{phase:>9} [{bar}] {done}/{total}{self._pace(done, total, now)}   ")
             else:
                 self.stream.write(f"\r{phase:>9} ...{' ' * 40}")
-            if total and done == total:
+            if finished:
                 self.stream.write("\n")
             self.stream.flush()
-        elif phase != self._last_phase or (total and done == total):
-            if total and done == total:
-                self.stream.write(f"{phase}: {done}/{total}\n")
-            elif phase != self._last_phase:
-                self.stream.write(f"{phase}: started ({total} items)\n" if total else f"{phase}: started\n")
+        elif phase != self._last_phase:
+            self.stream.write(f"{phase}: started ({total} items)\n" if total else f"{phase}: started\n")
+            self._last_draw = now
+            self.stream.flush()
+        elif finished:
+            self.stream.write(f"{phase}: {done}/{total} in {duration(now - self._phase_start)}\n")
+            self.stream.flush()
+        elif now - self._last_draw >= self.plain_every:
+            self.stream.write(f"{phase}: {done}/{total}{self._pace(done, total, now)}\n")
+            self._last_draw = now
             self.stream.flush()
         self._last_phase = phase
 
@@ -224,15 +257,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"indexed at:  {when}")
     emb = status.embeddings
     if emb is not None:
-        if emb.model is None:
-            print(f"embeddings:  none ({emb.error or 'no provider'})")
-        else:
-            rate = f", last run {emb.rate:.1f} chunks/s" if emb.rate else ""
-            print(f"embeddings:  {emb.embedded}/{emb.total} chunks with {emb.model}{rate}")
-            if emb.failures:
-                print(f"  failures:  {emb.failures} chunks (retried on the next run): {emb.last_failure}")
-            if emb.error:
-                print(f"  error:     {emb.error}")
+        print(f"embeddings:  {format_embeddings(emb)}")
     return EXIT_OK
 
 

@@ -123,9 +123,42 @@ def format_status(status: Any, *, running: bool = False) -> str:
         f"updated {_when(status.last_indexed_at)}",
         f"skipped: {_counts(status.skipped)}",
     ]
+    if status.embeddings is not None:
+        lines.append("embeddings: " + format_embeddings(status.embeddings))
     if running:
         lines.append("an index run is in progress")
     return "\n".join(lines)
+
+
+def duration(seconds: float) -> str:
+    """`45s`, `3m05s`, `2h10m`: short enough for a progress line."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def format_embeddings(emb: Any) -> str:
+    """One line of embedding progress (an `EmbeddingStatus`): done/total, state, rate and time left, and
+    what failed; says plainly when search is keyword-only."""
+    if emb.model is None:
+        return f"none, keyword search only ({emb.error or 'no embedding provider'})"
+    pct = 100.0 * emb.embedded / emb.total if emb.total else 100.0
+    line = f"{emb.embedded}/{emb.total} chunks ({pct:.0f}%) with {emb.model}"
+    pending = emb.total - emb.embedded - emb.failures
+    if emb.running:
+        line += ", embedding now"
+        if emb.rate and pending > 0:
+            line += f" at {emb.rate:.1f} chunks/s, ~{duration(pending / emb.rate)} left"
+    elif pending > 0:
+        line += f", {pending} waiting (hybrid search uses the vectors there are)"
+    if emb.failures:
+        line += f"; {emb.failures} failed, retried on the next run: {emb.last_failure}"
+    if emb.error:
+        line += f"; error: {emb.error}"
+    return line
 
 
 def format_health(data: Mapping[str, Any]) -> str:

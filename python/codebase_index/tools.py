@@ -780,13 +780,13 @@ def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult
 
     with rt.read_lock:
         status = rt.reader().status()
+    if status.embeddings is not None:  # the background job lives in the runtime, not in the engine
+        status.embeddings.running = rt.embedding_running()
+        if rt.last_embed_error and not status.embeddings.error:
+            status.embeddings.error = rt.last_embed_error
     data = msgspec.to_builtins(status)
     data["indexRunning"] = rt.index_lock.locked()
     data["watcher"] = rt.watcher_status()
-    if isinstance(data.get("embeddings"), dict):
-        data["embeddings"]["running"] = rt.embedding_running()
-        if rt.last_embed_error and not data["embeddings"].get("error"):
-            data["embeddings"]["error"] = rt.last_embed_error
     return ToolResult(format_status(status, running=rt.index_lock.locked()), data)
 
 
