@@ -323,11 +323,23 @@ class Indexer:
             pending: list[_Pending] = []
             unchanged = 0
             read_skips = self._read_skips
+            # A new branch (first run after a checkout): files whose stat still matches the branch this
+            # indexer last synced were not rewritten by the checkout, so their content key is known
+            # without reading them (the same stat-first trust as within one branch).
+            donor = (
+                store.file_stats(self._synced[0])
+                if not existing and not force and self._synced is not None and self._synced[0] != branch
+                else {}
+            )
             for entry in found.files:
                 old = existing.get(entry.path)
                 stat_now = (entry.size, entry.mtime_ns, entry.inode)
                 if not force and old is not None and old[:3] == stat_now:
                     unchanged += 1
+                    continue
+                known = donor.get(entry.path)
+                if known is not None and known[:3] == stat_now:
+                    pending.append(_Pending(FileRow(entry.path, *stat_now, known[3], known[4]), None))
                     continue
                 known_skip = read_skips.get(entry.path)
                 if known_skip is not None and known_skip[0] == stat_now and not force:
