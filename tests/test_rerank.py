@@ -12,11 +12,13 @@ import pytest
 from codebase_index.config import Config, RerankerConfig, SearchConfig
 from codebase_index.rerank import (
     Candidate,
+    Penalties,
     RankParams,
     definition_score,
     diversify,
     file_coherence,
     file_penalty,
+    file_ranks,
     fuse_rrf,
     fuse_weighted,
     identifier_keyword_weight,
@@ -27,6 +29,7 @@ from codebase_index.rerank import (
     rank_hits,
     stem,
     stem_overlap,
+    superseded_dirs,
 )
 from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, path_field_tokens
 from codebase_index.service import Engine
@@ -252,6 +255,104 @@ def test_merge_external_puts_the_api_order_first_and_rejects_bad_answers() -> No
         merge_external(hits, [(3, 0.9)], 3)
     with pytest.raises(ValueError, match="twice"):
         merge_external(hits, [(1, 0.9), (1, 0.8)], 3)
+
+
+@pytest.mark.parametrize(
+    ("query", "code_like", "error_like"),
+    [
+        ("if err != nil { return nil, err }", True, False),
+        ("const x = await fetch(url)", True, False),
+        ("line one\nline two", True, False),
+        ("port must be a number", False, True),
+        ("cannot read property 'length' of undefined", False, True),
+        ("Error: connection refused", False, True),
+        ("how are routes registered", False, False),
+        ("session management", False, False),
+        ("Foo::bar", False, False),
+    ],
+)
+def test_profile_recognises_pasted_code_and_error_messages(
+    query: str, code_like: bool, error_like: bool
+) -> None:
+    profile = profile_query(query)
+    assert (profile.code_like, profile.error_like) == (code_like, error_like)
+
+
+def test_literal_queries_lean_on_keywords() -> None:
+    assert identifier_keyword_weight(profile_query("x = parse(raw); return x"), 0.5) == 0.85
+    assert identifier_keyword_weight(profile_query("file not found: config.yml"), 0.5) == 0.75
+    # A configured share above the floor is kept.
+    assert identifier_keyword_weight(profile_query("file not found"), 0.9) == 0.9
+
+
+def test_path_score_abbreviations_count_only_when_asked() -> None:
+    profile = profile_query("serialization implementations")
+    assert path_score("src/ser/impls.rs", profile) == 0.0
+    # "impls" abbreviates "implementations" in the file name (0.5), "ser" the directory (half of 0.5).
+    assert path_score("src/ser/impls.rs", profile, abbreviation=0.5) == pytest.approx((0.5 + 0.25) / 2)
+    # Two letters are not an abbreviation, and a part must be shorter than the word.
+    assert path_score("de/implementations.rs", profile_query("deserialization"), abbreviation=1.0) == 0.0
+
+
+def test_superseded_version_folders() -> None:
+    assert superseded_dirs(["src/v3/a.ts", "src/v4/a.ts", "src/v4-mini/a.ts"]) == {"src/v3/"}
+    flat = ["pkg/v1/a.py", "pkg/v1/b.py", "pkg/v1/c.py", "pkg/a.py", "pkg/b.py", "pkg/other.py"]
+    assert superseded_dirs(flat) == {"pkg/v1/"}
+    # An API version folder with its own files is current code, and so is a lone small one.
+    assert superseded_dirs(["api/v1/users.go", "api/v1/items.go", "api/v1/auth.go", "api/server.go"]) == set()
+    assert superseded_dirs(["pkg/v1/a.py", "pkg/a.py"]) == set()
+    assert superseded_dirs([]) == set()
+
+
+def test_rank_hits_demotes_superseded_copies() -> None:
+    rows = [
+        _row(1, "pkg/v1/fields.py", "Field"),
+        _row(2, "pkg/v1/main.py", "Model"),
+        _row(3, "pkg/v1/types.py", "Types"),
+        _row(4, "pkg/fields.py", "Field"),
+        _row(5, "pkg/main.py", "Model"),
+        _row(6, "pkg/types.py", "Types"),
+    ]
+    snap = KeywordSnapshot(rows)
+    hits = rank_hits("field declaration", snap, [(0, 5.0), (3, 4.0)], [], SearchConfig())
+    assert [h.doc for h in hits] == [3, 0]
+    off = RankParams(penalties=Penalties(superseded=1.0))
+    assert [
+        h.doc for h in rank_hits("field declaration", snap, [(0, 5.0), (3, 4.0)], [], SearchConfig(), off)
+    ] == [
+        0,
+        3,
+    ]
+
+
+def test_file_ranks_and_the_semantic_file_vote() -> None:
+    assert file_ranks([3, 1, 2, 0], ["a", "b", "a", "c"].__getitem__) == {"c": 1, "b": 2, "a": 3}
+    rows = [_row(1, "a.py", "one"), _row(2, "b.py", "two"), _row(3, "b.py", "three")]
+    snap = KeywordSnapshot(rows)
+    config = SearchConfig(rerank_top_n=0, rrf_k=1)
+    keyword = [(0, 3.0), (1, 2.0)]
+    semantic = [(2, 0.9), (0, 0.8)]
+    # Without the vote doc 0 (first by keyword, second by vector) wins; b.py's best vector rank lifts
+    # its other chunk, doc 1, when files vote.
+    plain = rank_hits("two things", snap, keyword, semantic, config, RankParams(semantic_file=0.0))
+    voted = rank_hits("two things", snap, keyword, semantic, config, RankParams(semantic_file=5.0))
+    assert plain[0].doc == 0
+    assert [h.doc for h in voted] == [2, 1, 0]
+
+
+def test_literal_queries_fuse_by_score_under_rrf() -> None:
+    rows = [_row(1, "a.py", "one"), _row(2, "b.py", "two"), _row(3, "c.py", "three")]
+    snap = KeywordSnapshot(rows)
+    config = SearchConfig(fusion_strategy="rrf", rerank_top_n=0)
+    keyword = [(0, 30.0), (1, 2.0), (2, 1.9)]
+    semantic = [(2, 0.9), (1, 0.85), (0, 0.2)]
+    # A pasted line: the exact match's keyword margin decides; as ranks only, the vectors would win.
+    literal = rank_hits("value = compute(x);", snap, keyword, semantic, config)
+    assert literal[0].doc == 0
+    described = rank_hits(
+        "compute value", snap, keyword, semantic, SearchConfig(rerank_top_n=0, hybrid_weight=0.2)
+    )
+    assert described[0].doc == 2
 
 
 # ------------------------------------------------------------------------------------------ fields

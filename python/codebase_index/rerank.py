@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,7 @@ __all__ = [
     "diversify",
     "file_coherence",
     "file_penalty",
+    "file_ranks",
     "fuse_rrf",
     "fuse_weighted",
     "identifier_keyword_weight",
@@ -41,6 +43,7 @@ __all__ = [
     "rank_hits",
     "stem",
     "stem_overlap",
+    "superseded_dirs",
 ]
 
 
@@ -91,6 +94,17 @@ _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tuto
 _EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "sample", "samples"})
 
 
+# Pasted code: punctuation natural-language questions do not use (a qualified `Foo::bar` is an identifier).
+_CODE_SYNTAX = re.compile(r"[(){};=\[\]]|:=|=>|->|\n")
+# Pasted error messages: the phrasing of runtime errors, quoted names, `%` verbs, "key: value".
+_ERROR_SHAPE = re.compile(
+    r"\b(cannot|can't|could not|couldn't|invalid|must|expected|unexpected|failed|unsupported|missing"
+    r"|unknown|required|not allowed|not found|no such|does not|doesn't|already|not supported|not defined"
+    r"|undefined|illegal|too many|too few|out of range|should be|is not|are not)\b|[`'\"%]|\w: ",
+    re.IGNORECASE,
+)
+
+
 @dataclass(frozen=True)
 class QueryProfile:
     """What the query asks for, derived once per query."""
@@ -103,8 +117,11 @@ class QueryProfile:
     wants_tests: bool
     wants_docs: bool
     wants_examples: bool
+    code_like: bool = False  # pasted code: brackets, `=`, `;`, `=>`, several lines
+    error_like: bool = False  # pasted error message: error phrasing, quotes, `key: value`
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _normalize_name(name: str) -> str:
     """Case-, underscore- and separator-insensitive form of an identifier: `get_user` == `getUser`."""
     return re.sub(r"[\W_]+", "", name).lower()
@@ -148,6 +165,8 @@ def profile_query(query: str) -> QueryProfile:
         wants_tests=bool(lowered & _TEST_WORDS),
         wants_docs=bool(lowered & _DOC_WORDS),
         wants_examples=bool(lowered & _EXAMPLE_WORDS),
+        code_like=bool(_CODE_SYNTAX.search(query.strip())),
+        error_like=bool(_ERROR_SHAPE.search(query)),
     )
 
 
@@ -180,19 +199,48 @@ def stem(word: str) -> str:
     return w
 
 
+# Keyword share (at least) for queries that are literal text to find rather than a description:
+# measured on the validation set, vectors cost pasted code 0.95 -> 0.86 and error messages 0.92 -> 0.83
+# (file nDCG@10) at the default weight, while helping descriptions.
+SYMBOL_KEYWORD_WEIGHT = 0.8
+CODE_KEYWORD_WEIGHT = 0.85
+ERROR_KEYWORD_WEIGHT = 0.75
+
+
+# Pasted code and error messages fuse by score even when rrf is configured: how far the exact match
+# stands out is the signal, and RRF keeps only ranks (validation: snippets 0.89 -> 0.95, errors
+# 0.83 -> 0.89 file nDCG@10; the benchmark, whose queries are descriptions, is unchanged).
+LITERAL_SCORE_FUSION = True
+
+
+def _literal(profile: QueryProfile) -> bool:
+    """The query is text to find verbatim (pasted code or an error message), not a description."""
+    return profile.code_like or profile.error_like
+
+
 def identifier_keyword_weight(profile: QueryProfile, base: float) -> float:
-    """Keyword share in hybrid fusion: identifier-like queries trust exact matches more than vectors.
+    """Keyword share in hybrid fusion: identifier-like queries, pasted code and pasted error messages
+    trust exact matches more than vectors; descriptions keep the configured share.
 
     >>> identifier_keyword_weight(profile_query("getUserById"), 0.5)
     0.8
     >>> identifier_keyword_weight(profile_query("where are payments validated"), 0.5)
     0.5
+    >>> identifier_keyword_weight(profile_query("if (user == null) { return; }"), 0.5)
+    0.85
+    >>> identifier_keyword_weight(profile_query("port must be a number"), 0.5)
+    0.75
     """
+    weight = base
     if profile.symbol_query:
-        return max(base, 0.8)
-    if profile.identifiers:
-        return max(base, min(1.0, base + 0.15))
-    return base
+        weight = max(weight, SYMBOL_KEYWORD_WEIGHT)
+    elif profile.identifiers:
+        weight = max(weight, min(1.0, base + 0.15))
+    if profile.code_like:
+        weight = max(weight, CODE_KEYWORD_WEIGHT)
+    if profile.error_like:
+        weight = max(weight, ERROR_KEYWORD_WEIGHT)
+    return weight
 
 
 # ------------------------------------------------------------------------------------------ chunk signals
@@ -264,14 +312,23 @@ def _path_parts(path: str) -> tuple[frozenset[str], frozenset[str]]:
     )
 
 
-def path_score(path: str, profile: QueryProfile) -> float:
+def _abbreviates(part: str, word: str) -> bool:
+    """`part` is a code abbreviation of `word`: a prefix of at least 3 letters, 2+ letters shorter
+    (`impl` ~ implementations, `ser` ~ serialization, `cfg` is not caught)."""
+    return len(part) >= 3 and len(word) >= len(part) + 2 and word.startswith(part)
+
+
+def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> float:
     """How well the file path names the query's subject: query stems in the file name count fully,
-    in directory names half; the result is the matched share of the query's stems (0..1).
+    in directory names half, and `abbreviation` times that when a path part only abbreviates the
+    word (`impls.rs` for "implementations"); the result is the matched share of the query's stems.
 
     >>> path_score("src/requests/sessions.py", profile_query("how sessions persist"))
     0.5
     >>> path_score("lib/router/index.js", profile_query("router middleware"))
     0.25
+    >>> path_score("src/ser/impls.rs", profile_query("implementations"), abbreviation=0.5)
+    0.5
     """
     if not profile.stems:
         return 0.0
@@ -282,6 +339,11 @@ def path_score(path: str, profile: QueryProfile) -> float:
             total += 1.0
         elif s in dir_stems:
             total += 0.5
+        elif abbreviation:
+            if any(_abbreviates(p, s) for p in name_stems):
+                total += abbreviation
+            elif any(_abbreviates(p, s) for p in dir_stems):
+                total += 0.5 * abbreviation
     return total / len(profile.stems)
 
 
@@ -306,6 +368,7 @@ class Penalties:
     compat: float = 0.75
     stub: float = 0.7
     doc: float = 0.6
+    superseded: float = 0.6  # old-version copies (`superseded_dirs`): keyword 0.8053 -> 0.8102
 
 
 def file_penalty(path: str, profile: QueryProfile, penalties: Penalties | None = None) -> float:
@@ -320,21 +383,75 @@ def file_penalty(path: str, profile: QueryProfile, penalties: Penalties | None =
     1.0
     """
     pen = penalties or Penalties()
+    test, example, vendor, compat, stub, doc = _file_kinds(path)
     factor = 1.0
-    lower = path.lower()
-    if not profile.wants_tests and _TEST_PATH.search(path):
+    if test and not profile.wants_tests:
         factor *= pen.test
-    if not profile.wants_examples and _EXAMPLE_PATH.search(lower):
+    if example and not profile.wants_examples:
         factor *= pen.example
-    if _VENDOR_PATH.search(lower):
+    if vendor:
         factor *= pen.vendor
-    if _COMPAT_PATH.search(lower):
+    if compat:
         factor *= pen.compat
-    if lower.endswith(".d.ts"):
+    if stub:
         factor *= pen.stub
-    if not profile.wants_docs and (lower.endswith(_DOC_EXTENSIONS) or _DOC_PATH.search(lower)):
+    if doc and not profile.wants_docs:
         factor *= pen.doc
     return factor
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _file_kinds(path: str) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """(test, example, vendored, compat shim, .d.ts stub, docs) for a path; cached, paths repeat."""
+    lower = path.lower()
+    return (
+        bool(_TEST_PATH.search(path)),
+        bool(_EXAMPLE_PATH.search(lower)),
+        bool(_VENDOR_PATH.search(lower)),
+        bool(_COMPAT_PATH.search(lower)),
+        lower.endswith(".d.ts"),
+        lower.endswith(_DOC_EXTENSIONS) or bool(_DOC_PATH.search(lower)),
+    )
+
+
+_VERSION_DIR = re.compile(r"v(\d+)")
+
+
+def superseded_dirs(paths: Iterable[str]) -> frozenset[str]:
+    """Version folders (`v1/`, `v3/`) that hold an older copy of code kept for compatibility, as
+    "dir/" prefixes: `vN` is superseded when a sibling `vM` with M > N exists, or when it is the only
+    version folder there and most of its (3 or more) file names also exist directly in its parent
+    (`pydantic/v1/fields.py` beside `pydantic/fields.py`). Queries about the current API rarely want
+    those copies.
+
+    >>> sorted(superseded_dirs(["src/v3/types.ts", "src/v4/types.ts", "src/index.ts"]))
+    ['src/v3/']
+    >>> sorted(superseded_dirs(["pkg/v1/a.py", "pkg/v1/b.py", "pkg/v1/c.py", "pkg/a.py", "pkg/b.py"]))
+    ['pkg/v1/']
+    >>> sorted(superseded_dirs(["api/v1/users.go", "api/handler.go"]))
+    []
+    """
+    files_in: dict[str, set[str]] = {}
+    versions: dict[str, dict[str, int]] = {}  # parent -> {version dir name: N}
+    for path in paths:
+        head, _, name = path.rpartition("/")
+        files_in.setdefault(head, set()).add(name)
+        parts = path.split("/")[:-1]
+        for i, part in enumerate(parts):
+            if (m := _VERSION_DIR.fullmatch(part)) is not None:
+                versions.setdefault("/".join(parts[:i]), {})[part] = int(m.group(1))
+    out: set[str] = set()
+    for parent, found in versions.items():
+        newest = max(found.values())
+        for part, n in found.items():
+            folder = f"{parent}/{part}" if parent else part
+            if n < newest:
+                out.add(folder + "/")
+                continue
+            own = files_in.get(folder, set())
+            if len(found) == 1 and len(own) >= 3 and len(own & files_in.get(parent, set())) * 2 >= len(own):
+                out.add(folder + "/")
+    return frozenset(out)
 
 
 # ------------------------------------------------------------------------------------------ fusion
@@ -407,6 +524,7 @@ class Candidate:
     symbol: str
     kind: str
     score: float
+    superseded: bool = False  # lives in an old-version copy of the code (see `superseded_dirs`)
 
 
 @dataclass(frozen=True)
@@ -424,9 +542,16 @@ class RankParams:
     # set (chunk nDCG@10 -0.008), so off by default; the signal stays for callers who want it.
     stem: float = 0.0
     path: float = 0.5
+    # Share of a path match given to an abbreviation (`impls.rs` ~ "implementations"); benchmark
+    # keyword nDCG@10 0.8032 -> 0.8053, validation unchanged (0.938 -> 0.939).
+    path_abbreviation: float = 0.5
     coherence: float = 0.15
     coherence_chunks: int = 3
     repeat_decay: float = 0.5
+    # RRF only: weight of each retriever's file-level vote (see `_fused`); 0 turns it off. The vector
+    # vote at 0.5 gave hybrid 0.8491 -> 0.8517 on the benchmark (1.0: 0.8508; a keyword vote hurt).
+    keyword_file: float = 0.0
+    semantic_file: float = 0.5
     penalties: Penalties = field(default_factory=Penalties)
 
 
@@ -483,9 +608,13 @@ def rank(
     by_file: dict[str, list[float]] = {}
     for c in cands:
         base = max(0.0, c.score * scale)
-        bonus = p.definition * definition_score(c.symbol, profile) + p.stem * stem_overlap(c.symbol, profile)
-        bonus += p.path * path_score(c.path, profile)
+        bonus = p.definition * definition_score(c.symbol, profile)
+        if p.stem:
+            bonus += p.stem * stem_overlap(c.symbol, profile)
+        bonus += p.path * path_score(c.path, profile, p.path_abbreviation)
         value = (base + bonus * base**0.5) * file_penalty(c.path, profile, p.penalties)
+        if c.superseded:
+            value *= p.penalties.superseded
         per_chunk.append((c, value))
         by_file.setdefault(c.path, []).append(value)
     coherence = {path: file_coherence(vals, p.coherence_chunks) for path, vals in by_file.items()}
@@ -493,31 +622,73 @@ def rank(
     return [Ranked(doc, score) for doc, score in diversify(items, p.repeat_decay)]
 
 
+def file_ranks(ranking: Sequence[int], file_of: Callable[[int], str]) -> dict[str, int]:
+    """1-based rank of each file by its best chunk in a chunk ranking (the file-level view of it).
+
+    >>> file_ranks([4, 5, 6], {4: "a", 5: "a", 6: "b"}.__getitem__)
+    {'a': 1, 'b': 2}
+    """
+    out: dict[str, int] = {}
+    for doc in ranking:
+        out.setdefault(file_of(doc), len(out) + 1)
+    return out
+
+
 def _fused(
     profile: QueryProfile,
     keyword_hits: Sequence[tuple[int, float]],
     semantic_hits: Sequence[tuple[int, float]],
     config: SearchConfig,
+    file_of: Callable[[int], str] | None = None,
+    params: RankParams | None = None,
 ) -> list[tuple[int, float]]:
-    """One first-stage order: keyword scores alone, or the configured fusion of both rankings."""
+    """One first-stage order: keyword scores alone, or the configured fusion of both rankings.
+
+    With RRF, each retriever also votes for files: a chunk gains `file_weight` times the RRF term of
+    its file's rank in that retriever's file-level view, so a file whose chunks the vectors like as a
+    whole lifts its chunks found by either retriever."""
     if not semantic_hits:
         ordered = list(keyword_hits)
     elif not keyword_hits:
         ordered = list(semantic_hits)
     else:
         weight = identifier_keyword_weight(profile, config.hybrid_weight)
-        if config.fusion_strategy == "weighted":
+        if config.fusion_strategy == "weighted" or (LITERAL_SCORE_FUSION and _literal(profile)):
             fused = fuse_weighted(dict(keyword_hits), dict(semantic_hits), weight)
         else:
             # Weights 2w and 2(1-w) keep plain RRF at the default hybridWeight 0.5.
-            fused = fuse_rrf(
-                [[d for d, _ in keyword_hits], [d for d, _ in semantic_hits]],
-                config.rrf_k,
-                [2.0 * weight, 2.0 * (1.0 - weight)],
-            )
+            lists = [[d for d, _ in keyword_hits], [d for d, _ in semantic_hits]]
+            weights = [2.0 * weight, 2.0 * (1.0 - weight)]
+            fused = fuse_rrf(lists, config.rrf_k, weights)
+            p = params or RankParams()
+            if file_of is not None:
+                for ranking, w, fw in zip(lists, weights, (p.keyword_file, p.semantic_file), strict=True):
+                    if fw <= 0:
+                        continue
+                    ranks = file_ranks(ranking, file_of)
+                    for doc in fused:
+                        r = ranks.get(file_of(doc))
+                        if r is not None:
+                            fused[doc] += fw * w / (config.rrf_k + r)
         ordered = list(fused.items())
     ordered.sort(key=lambda item: (-item[1], item[0]))
     return ordered
+
+
+_SUPERSEDED: weakref.WeakKeyDictionary[KeywordSnapshot, tuple[int, tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _superseded_of(snap: KeywordSnapshot) -> tuple[str, ...]:
+    """`superseded_dirs` of a snapshot's files, computed once per snapshot (and again if its file list
+    grows or shrinks)."""
+    n = len(snap.file_paths)
+    cached = _SUPERSEDED.get(snap)
+    if cached is None or cached[0] != n:
+        cached = (n, tuple(sorted(superseded_dirs(snap.file_paths))))
+        _SUPERSEDED[snap] = cached
+    return cached[1]
 
 
 def rank_hits(
@@ -532,13 +703,24 @@ def rank_hits(
     be empty), rerank the best `config.rerank_top_n` with the code-aware signals, keep the rest after
     them in fused order. Scores are comparable within one answer only."""
     profile = profile_query(query)
-    ordered = _fused(profile, keyword_hits, semantic_hits, config)
+    docs = snap.docs
+    ordered = _fused(profile, keyword_hits, semantic_hits, config, lambda d: docs[d].path, params)
     top_n = config.rerank_top_n
     if top_n <= 0 or not ordered:
         return [Hit(d, s) for d, s in ordered]
     head, tail = ordered[:top_n], ordered[top_n:]
-    docs = snap.docs
-    candidates = [Candidate(d, docs[d].path, docs[d].symbol, docs[d].kind, s) for d, s in head]
+    old = _superseded_of(snap)
+    candidates = [
+        Candidate(
+            d,
+            docs[d].path,
+            docs[d].symbol,
+            docs[d].kind,
+            s,
+            bool(old) and docs[d].path.startswith(old),
+        )
+        for d, s in head
+    ]
     ranked = rank(candidates, profile, params)
     out = [Hit(r.doc, r.score) for r in ranked]
     if tail:
