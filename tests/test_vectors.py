@@ -243,6 +243,25 @@ def test_exact_top_k_respects_mask_and_k() -> None:
     assert exact_top_k(matrix, matrix[0], 0, None) == []
 
 
+def test_exact_top_k_dense_and_sparse_masks_agree_with_brute_force() -> None:
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(400, 16)).astype(np.float32)
+    query = rng.normal(size=16).astype(np.float32)
+    scores = matrix @ query
+    for keep in (0.9, 0.05):  # scanned whole with the others ruled out / the kept rows copied out
+        mask = rng.random(400) < keep
+        expected = sorted(np.flatnonzero(mask).tolist(), key=lambda r: (-scores[r], r))
+        got = exact_top_k(matrix, query, 25, mask)
+        assert [r for r, _ in got] == expected[:25]
+        assert np.allclose([s for _, s in got], scores[expected[:25]], atol=1e-5)
+    few = np.zeros(400, dtype=bool)
+    few[[7, 300]] = True
+    assert {r for r, _ in exact_top_k(matrix, query, 25, few)} == {7, 300}, "k larger than the allowed rows"
+    dense = np.ones(400, dtype=bool)
+    dense[[1, 2]] = False
+    assert len(exact_top_k(matrix, query, 500, dense)) == 398
+
+
 MEANING = {
     "billing/payments.py": (
         "def check_creds(user, secret):\n"

@@ -2,9 +2,10 @@
 
 `VectorSnapshot` holds a float32 row per document of the keyword snapshot (same doc numbering, so
 filters' masks apply unchanged), filled from SQLite as embeddings land: `refresh` reads only rows newer
-than the last one seen. Exact search (one matrix-vector product) costs ~2.7 ms at 10k vectors and ~27 ms
-at 100k on this machine; above `ANN_THRESHOLD` vectors a persisted usearch index (cosine, f16) answers
-instead, plus an exact pass over vectors newer than the ANN file.
+than the last one seen. Exact search (one matrix-vector product on one BLAS thread, no copy of the matrix
+unless a filter keeps few rows) costs ~1.6 ms at 10k vectors and ~13 ms at 100k on this machine; above
+`ANN_THRESHOLD` vectors a persisted usearch index (cosine, f16) answers instead, plus an exact pass over
+vectors newer than the ANN file.
 
 The ANN file lives in the index folder, is written atomically (temp file + rename) by the embedding side
 (`AnnIndex.sync`, never by a search) and is rebuilt from SQLite, without re-embedding, when it is missing,
@@ -29,12 +30,16 @@ import msgspec
 import numpy as np
 
 from .embedder import decode_vectors, ensure_tables
+from .embeddings.blas_threads import single_blas_thread
 from .store import Store
 
-# Measured crossover (bench/bench_vectors.py): below this many vectors exact search is as fast as ANN
-# and needs no index build (usearch builds ~600-1,200 vectors/s here).
-ANN_THRESHOLD = 60_000
+# Measured (bench/bench_vectors.py, 384 d, one BLAS thread, loaded 2-core machine): exact search p50 1.6 ms
+# at 10k vectors, 6.9 ms at 50k, 13 ms at 100k, 26 ms at 200k; usearch 0.7-0.9 ms throughout (recall@10
+# 1.0) but it must be built (~750-1,600 vectors/s). From 40k on, exact search would eat a third of the
+# 15 ms hybrid budget, so the embedding side builds the ANN index there.
+ANN_THRESHOLD = 40_000
 _OVERSAMPLE = 4
+_GATHER_BELOW = 8  # exact search copies the allowed rows out when they are under 1/8 of all rows
 ANN_LOCK_NAME = "ann.lock"
 # Above this share of differing keys a repair would keep little of the old graph: rebuild instead.
 _REPAIR_LIMIT = 0.1
@@ -58,14 +63,23 @@ def exact_top_k(
     """
     if k <= 0 or matrix.shape[0] == 0:
         return []
-    if allowed is not None:
-        rows = np.flatnonzero(allowed)
-        if rows.size == 0:
-            return []
-        scores = matrix[rows] @ query
-    else:
-        rows = None
-        scores = matrix @ query
+    rows: np.ndarray | None = None
+    # One BLAS thread: a matrix-vector product is memory-bound, and OpenBLAS's second thread made it 20x
+    # slower (7k x 384: 16 ms vs 0.7 ms) whenever other work kept the cores busy (bench_vectors.py).
+    with single_blas_thread():
+        if allowed is None:
+            scores = matrix @ query
+        else:
+            n_allowed = int(np.count_nonzero(allowed))
+            if n_allowed == 0:
+                return []
+            if n_allowed * _GATHER_BELOW < matrix.shape[0]:
+                rows = np.flatnonzero(allowed)  # few rows: copying them out beats scanning them all
+                scores = matrix[rows] @ query
+            else:  # most rows: scan all (no copy of the matrix) and rule the others out
+                scores = matrix @ query
+                scores[~allowed] = -np.inf
+                k = min(k, n_allowed)
     k = min(k, scores.shape[0])
     top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
     order = top[np.lexsort((top, -scores[top]))]
