@@ -1054,8 +1054,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "index_health_check",
         "health_check",
         "Check index health",
-        "Check the index database for corruption and drop data no file refers to any more. Use it when "
-        "search fails or results point at code that no longer exists.",
+        "Check the index database for corruption, drop data no file refers to any more, and verify the "
+        "vector index against the stored embeddings (repaired or rebuilt if they disagree, never "
+        "re-embedded). Use it when search fails or results point at code that no longer exists.",
         HealthCheckParams,
         handle_health_check,
         read_only=False,

@@ -304,7 +304,7 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
   {
     "name": "index_health_check",
     "method": "health_check",
-    "description": "Check the index database for corruption and drop data no file refers to any more. Use it when search fails or results point at code that no longer exists.",
+    "description": "Check the index database for corruption, drop data no file refers to any more, and verify the vector index against the stored embeddings (repaired or rebuilt if they disagree, never re-embedded). Use it when search fails or results point at code that no longer exists.",
     "inputSchema": {
       "type": "object",
       "properties": {},
