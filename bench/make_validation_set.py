@@ -15,6 +15,15 @@ definition's file and lines):
   snippet     - three consecutive non-trivial lines from a function body, as pasted code
 Usage:
     python bench/make_validation_set.py OUT SRC [SRC ...] [--per-style 40] [--seed 0]
+
+The sets the ranking was checked on (seed 0, 40 per style; npm has no doc comments, so no description):
+    py: /usr/lib/python3.11/{email,http,json,logging,urllib,xml/etree} and argparse, configparser, csv,
+        shutil, tarfile, zipfile, gzip, pathlib, subprocess, textwrap, difflib, smtplib, ftplib,
+        calendar, fractions, statistics (.py)  -> 69 files, 3560 chunks, 160 queries
+    js: /usr/lib/node_modules/npm/lib        -> 134 files, 1029 chunks, 120 queries
+    ts: sindresorhus/got source/ + node_modules/effect/src/*.ts files 47-60 (ls order)
+                                             -> 37 files, 1094 chunks, 152 queries
+    go: urfave/cli (root package)            -> 42 files, 613 chunks, 132 queries
 """
 
 from __future__ import annotations
