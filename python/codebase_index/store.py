@@ -12,6 +12,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,7 +23,7 @@ import numpy as np
 
 from .models import ChunkSpan
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "codebase.db"
 LOCK_NAME = "writer.lock"
 
@@ -156,7 +157,6 @@ GRAPH_TABLES = """
 
 
 def _v1(conn: sqlite3.Connection) -> None:
-    # Statement by statement: executescript() would COMMIT the migration's open transaction first.
     script = (
         """
         CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -206,13 +206,26 @@ def _v1(conn: sqlite3.Connection) -> None:
         + EMBEDDING_TABLES
         + GRAPH_TABLES
     )
-    for statement in script.split(";"):
+    _run_idempotent(conn, script)
+
+
+_CREATE = re.compile(r"\bCREATE (TABLE|INDEX)(?! IF NOT EXISTS)")
+
+
+def _run_idempotent(conn: sqlite3.Connection, script: str) -> None:
+    # Statement by statement: executescript() would COMMIT the migration's open transaction first.
+    for statement in _CREATE.sub(r"CREATE \1 IF NOT EXISTS", script).split(";"):
         if statement.strip():
             conn.execute(statement)
 
 
+def _v2(conn: sqlite3.Connection) -> None:
+    """Indexes made while v1 was still growing lack tables added to it later (graph, graph_dirty)."""
+    _v1(conn)
+
+
 # Each entry upgrades the schema by one version; append, never edit a released one.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 
 
 def _connect(path: Path) -> sqlite3.Connection:
