@@ -353,6 +353,10 @@ def test_literal_queries_fuse_by_score_under_rrf() -> None:
         "compute value", snap, keyword, semantic, SearchConfig(rerank_top_n=0, hybrid_weight=0.2)
     )
     assert described[0].doc == 2
+    # A lone identifier is literal too: the vectors miss its exact match, which must still come first
+    # (as ranks only, doc 2, liked by both lists, would win).
+    semantic_miss = [(2, 0.9), (1, 0.85)]
+    assert rank_hits("computeValue", snap, keyword, semantic_miss, config)[0].doc == 0
 
 
 # ------------------------------------------------------------------------------------------ fields
