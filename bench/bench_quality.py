@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from codebase_index import embedder
 from codebase_index.service import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -29,11 +30,17 @@ def main() -> int:
     parser.add_argument("--mode", default=None, help="keyword, semantic or hybrid (default: the engine's)")
     parser.add_argument("--no-index", action="store_true", help="search the existing indexes as they are")
     parser.add_argument("--repo", action="append", help="only these repos (repeatable)")
+    parser.add_argument(
+        "--header",
+        action="store_true",
+        help="embed a 'path: kind symbol' header per chunk (embedder.EMBED_HEADER); own --index-root",
+    )
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "quality-results.json")
     parser.add_argument("--compare", default="semble,semble_bm25,bm25_raw")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
+    embedder.EMBED_HEADER = args.header
 
     specs = json.loads((args.bench / "repos.json").read_text())
     results: dict[str, dict[str, list[dict[str, object]]]] = {}

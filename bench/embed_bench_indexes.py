@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from codebase_index import embedder
 from codebase_index.service import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -24,8 +25,14 @@ def main() -> int:
     parser.add_argument("--repos-root", type=Path, default=Path.home() / ".cache" / "bench-repos")
     parser.add_argument("--index-root", type=Path, default=Path.home() / ".cache" / "codebase-index-bench")
     parser.add_argument("--repo", action="append", help="only these repos (repeatable)")
+    parser.add_argument(
+        "--header",
+        action="store_true",
+        help="embed a 'path: kind symbol' header per chunk (embedder.EMBED_HEADER); own --index-root",
+    )
     parser.add_argument("--ready-file", type=Path, help="append a line here when every repo is done")
     args = parser.parse_args()
+    embedder.EMBED_HEADER = args.header
 
     specs = json.loads((args.bench / "repos.json").read_text())
     done: list[str] = []
@@ -63,7 +70,8 @@ def main() -> int:
     if args.ready_file:
         with args.ready_file.open("a") as out:
             out.write(
-                f"embeddings ready (model embedded:all-MiniLM-L6-v2, chunk text as is) in "
+                f"embeddings ready (model embedded:all-MiniLM-L6-v2, "
+                f"{'path/symbol header + chunk text' if args.header else 'chunk text as is'}) in "
                 f"{args.index_root}: {', '.join(done)} ({len(done)} repos)\n"
             )
     return 0

@@ -1,9 +1,12 @@
 """Embedding storage and the background embedding job.
 
-What is embedded: the chunk text exactly as stored (`chunks.text`), so the cache key is `chunks.chunk_hash`
-(the hash of that text) and a chunk is embedded once, ever, whichever files and branches hold it. Paths
-and symbols stay out of the embedded text on purpose: a renamed or copied file re-embeds nothing, and path
-and symbol matches are scored by the ranking layer, which sees them anyway.
+What is embedded (`embedding_text`): by default the chunk text exactly as stored (`chunks.text`), so the
+cache key is `chunks.chunk_hash` and a chunk is embedded once, ever, whichever files and branches hold it.
+With `EMBED_HEADER` on, a one-line header naming the file and symbol (`sessions.py: method
+Session.send`) precedes the text, so the model sees which module a chunk belongs to; the cache key then
+follows the embedded text (`embedding_key`), and identical text at two paths is embedded twice. The
+header was measured on the 26-repo benchmark and the validation sets (bench/header_experiment.md) and is
+off by default: path and symbol matches are scored by the ranking layer, which sees them anyway.
 
 Vectors are stored as float16 (half the size, cosine error ~1e-4) in `embeddings`; one model per index
 at a time: the active provider/model/width is recorded in `meta` and a different configured model is
@@ -20,13 +23,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 import numpy as np
@@ -48,6 +52,52 @@ EMBEDDED_BATCH = 64
 REMOTE_BATCH = 256
 
 EmbedProgressFn = Callable[[int, int], None]
+
+# Embed a "path: kind symbol" header line before each chunk's text (see the module docstring). A module
+# switch, not a config option: it changes every cache key, and it is off until it measurably helps.
+EMBED_HEADER = False
+# Symbols of `block` chunks list every name they bind; the header keeps the first ones only (MiniLM reads
+# 256 tokens, and the header should not crowd out the code).
+_HEADER_SYMBOL_CHARS = 120
+
+
+class EmbedSource(NamedTuple):
+    """Where one embedding key comes from: a chunk's text hash and the file/symbol its header names."""
+
+    chunk_hash: str
+    path: str
+    kind: str
+    symbol: str
+
+
+def embedding_header(path: str, symbol: str, kind: str) -> str:
+    """The header line: `path: kind symbol` (just `path` for chunks without a symbol), newline-terminated.
+
+    >>> embedding_header("src/requests/sessions.py", "Session.send", "method")
+    'src/requests/sessions.py: method Session.send\\n'
+    """
+    name = " ".join(symbol.split())
+    if len(name) > _HEADER_SYMBOL_CHARS:
+        name = name[:_HEADER_SYMBOL_CHARS].rsplit(" ", 1)[0]
+    return f"{path}: {kind} {name}\n" if name else f"{path}\n"
+
+
+def embedding_text(path: str, symbol: str, kind: str, text: str, *, header: bool | None = None) -> str:
+    """Exactly what the model embeds for a chunk: the text, behind the header when `header` (default
+    `EMBED_HEADER`) is on."""
+    use = EMBED_HEADER if header is None else header
+    return embedding_header(path, symbol, kind) + text if use else text
+
+
+def embedding_key(path: str, symbol: str, kind: str, chunk_hash: str, *, header: bool | None = None) -> str:
+    """The cache key of `embedding_text(...)`: without the header it is the chunk hash (the hash of the
+    embedded text); with it, a hash of the header and the text's hash, which identifies the embedded text
+    as well and is computable without reading chunk texts (pending counts run over every chunk)."""
+    use = EMBED_HEADER if header is None else header
+    if not use:
+        return chunk_hash
+    data = ("hdr1\0" + embedding_header(path, symbol, kind) + chunk_hash).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 class EmbeddingMismatchError(StoreError):
@@ -156,11 +206,36 @@ def _catalog_list(catalogs: Catalogs) -> list[str]:
     return [catalogs] if isinstance(catalogs, str) else list(dict.fromkeys(catalogs))
 
 
-def pending_hashes(store: Store, catalogs: Catalogs, model_id: str) -> list[str]:
-    """Distinct chunk hashes of the catalogs (a branch, knowledge bases) with no vector for `model_id`, in
-    catalog then path order."""
+def _catalog_sources(store: Store, catalog: str) -> Iterator[tuple[str, EmbedSource]]:
+    """(embedding key, source) of every chunk of a catalog, in path then chunk order (header mode)."""
+    rows = store.conn.execute(
+        """SELECT c.chunk_hash, f.path, c.kind, c.symbol FROM files f
+           JOIN chunks c ON c.content_key = f.content_key WHERE f.branch = ? ORDER BY f.path, c.ordinal""",
+        (catalog,),
+    )
+    for row in rows:
+        source = EmbedSource(*row)
+        yield embedding_key(source.path, source.symbol, source.kind, source.chunk_hash, header=True), source
+
+
+def _stored_keys(store: Store, model_id: str) -> set[str]:
+    return {
+        r[0] for r in store.conn.execute("SELECT chunk_hash FROM embeddings WHERE model_id = ?", (model_id,))
+    }
+
+
+def pending_sources(store: Store, catalogs: Catalogs, model_id: str) -> dict[str, EmbedSource]:
+    """Embedding keys of the catalogs (a branch, knowledge bases) with no vector for `model_id`, in catalog
+    then path order, with what to embed for each."""
     ensure_tables(store.conn)
-    out: dict[str, None] = {}
+    out: dict[str, EmbedSource] = {}
+    if EMBED_HEADER:
+        stored = _stored_keys(store, model_id)
+        for catalog in _catalog_list(catalogs):
+            for key, source in _catalog_sources(store, catalog):
+                if key not in stored and key not in out:
+                    out[key] = source
+        return out
     for catalog in _catalog_list(catalogs):
         rows = store.conn.execute(
             """SELECT c.chunk_hash FROM files f JOIN chunks c ON c.content_key = f.content_key
@@ -169,11 +244,18 @@ def pending_hashes(store: Store, catalogs: Catalogs, model_id: str) -> list[str]
                ORDER BY f.path, c.ordinal""",
             (catalog, model_id),
         )
-        out.update(dict.fromkeys(r[0] for r in rows))
-    return list(out)
+        for (chunk_hash,) in rows:  # the text alone is embedded: path and symbol do not matter
+            out.setdefault(chunk_hash, EmbedSource(chunk_hash, "", "", ""))
+    return out
+
+
+def pending_hashes(store: Store, catalogs: Catalogs, model_id: str) -> list[str]:
+    """The embedding keys `pending_sources` finds, in order."""
+    return list(pending_sources(store, catalogs, model_id))
 
 
 def texts_for(store: Store, hashes: Sequence[str]) -> dict[str, str]:
+    """Chunk texts by chunk hash."""
     out: dict[str, str] = {}
     for start in range(0, len(hashes), 500):
         part = list(hashes[start : start + 500])
@@ -189,23 +271,30 @@ def texts_for(store: Store, hashes: Sequence[str]) -> dict[str, str]:
 def embedding_status(
     store: Store, catalogs: Catalogs, model_id: str | None
 ) -> tuple[int, int, int, str | None]:
-    """(embedded, total, failures, last failure message) over the catalogs, in distinct chunk hashes."""
+    """(embedded, total, failures, last failure message) over the catalogs, in distinct embedding keys."""
     ensure_tables(store.conn)
     names = _catalog_list(catalogs)
     marks = ",".join("?" * len(names))
-    total = store.conn.execute(
-        f"""SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
-            WHERE f.branch IN ({marks})""",
-        names,
-    ).fetchone()[0]
+    if EMBED_HEADER:
+        keys = {key for catalog in names for key, _ in _catalog_sources(store, catalog)}
+        total = len(keys)
+        embedded = len(keys & _stored_keys(store, model_id)) if model_id is not None else 0
+    else:
+        total = store.conn.execute(
+            f"""SELECT COUNT(DISTINCT c.chunk_hash) FROM files f
+                JOIN chunks c ON c.content_key = f.content_key WHERE f.branch IN ({marks})""",
+            names,
+        ).fetchone()[0]
+        if model_id is not None:
+            embedded = store.conn.execute(
+                f"""SELECT COUNT(DISTINCT c.chunk_hash) FROM files f
+                    JOIN chunks c ON c.content_key = f.content_key
+                    JOIN embeddings e ON e.chunk_hash = c.chunk_hash AND e.model_id = ?
+                    WHERE f.branch IN ({marks})""",
+                (model_id, *names),
+            ).fetchone()[0]
     if model_id is None:
         return 0, int(total), 0, None
-    embedded = store.conn.execute(
-        f"""SELECT COUNT(DISTINCT c.chunk_hash) FROM files f JOIN chunks c ON c.content_key = f.content_key
-            JOIN embeddings e ON e.chunk_hash = c.chunk_hash AND e.model_id = ?
-            WHERE f.branch IN ({marks})""",
-        (model_id, *names),
-    ).fetchone()[0]
     failures, last = store.conn.execute(
         """SELECT COUNT(*), (SELECT error FROM embedding_failures WHERE model_id = ?
                              ORDER BY last_attempt DESC LIMIT 1)
@@ -213,6 +302,37 @@ def embedding_status(
         (model_id, model_id),
     ).fetchone()
     return int(embedded), int(total), int(failures), last
+
+
+def live_keys(store: Store) -> set[str]:
+    """Embedding keys some catalog of the store still needs (header mode: what GC must keep)."""
+    return {key for catalog in store.branches() for key, _ in _catalog_sources(store, catalog)}
+
+
+def purge_orphan_embeddings(store: Store) -> int:
+    """Delete vectors (and failure records) no chunk of any catalog needs any more; returns how many
+    vectors went. The caller holds the transaction."""
+    ensure_tables(store.conn)
+    if not EMBED_HEADER:
+        gone = store.conn.execute(
+            "DELETE FROM embeddings WHERE chunk_hash NOT IN (SELECT chunk_hash FROM chunks)"
+        ).rowcount
+        store.conn.execute(
+            "DELETE FROM embedding_failures WHERE chunk_hash NOT IN (SELECT chunk_hash FROM chunks)"
+        )
+        return int(gone)
+    keep = live_keys(store)
+    removed = 0
+    for table, column in (("embeddings", "id"), ("embedding_failures", "rowid")):
+        dead = [
+            (r[0],)
+            for r in store.conn.execute(f"SELECT {column}, chunk_hash FROM {table}")
+            if r[1] not in keep
+        ]
+        store.conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", dead)
+        if table == "embeddings":
+            removed = len(dead)
+    return removed
 
 
 def _store_batch(
@@ -300,7 +420,8 @@ class EmbeddingJob:
                 attempted: set[str] = set()
                 # New chunks can land while we run (an index run beside us): loop until none are left.
                 while not self.stop.is_set():
-                    todo = [h for h in pending_hashes(store, self.catalogs, model_id) if h not in attempted]
+                    sources = pending_sources(store, self.catalogs, model_id)
+                    todo = [h for h in sources if h not in attempted]
                     if not todo:
                         break
                     done_before = embedded + failed
@@ -312,7 +433,7 @@ class EmbeddingJob:
                             break
                         batch = todo[start : start + self.batch_size]
                         attempted.update(batch)
-                        ok, bad = self._embed_batch(store, batch, started, embedded)
+                        ok, bad = self._embed_batch(store, batch, sources, started, embedded)
                         embedded += ok
                         failed += bad
                         if progress is not None:
@@ -330,12 +451,20 @@ class EmbeddingJob:
         )
 
     def _embed_batch(
-        self, store: Store, batch: list[str], started: float, embedded_so_far: int
+        self,
+        store: Store,
+        batch: list[str],
+        sources: dict[str, EmbedSource],
+        started: float,
+        embedded_so_far: int,
     ) -> tuple[int, int]:
-        """Embed and commit one batch; returns (embedded, failed) counts."""
-        texts = texts_for(store, batch)
-        hashes = [h for h in batch if h in texts]  # a chunk purged meanwhile is simply gone
-        items = [texts[h] for h in hashes]
+        """Embed and commit one batch of embedding keys; returns (embedded, failed) counts."""
+        texts = texts_for(store, [sources[h].chunk_hash for h in batch])
+        hashes = [h for h in batch if sources[h].chunk_hash in texts]  # a chunk purged meanwhile is gone
+        items = [
+            embedding_text(src.path, src.symbol, src.kind, texts[src.chunk_hash])
+            for src in (sources[h] for h in hashes)
+        ]
         model_id = self.provider.model_id
         embed_batches = getattr(self.provider, "embed_batches", None)
         if embed_batches is not None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 import numpy as np
 
-from . import knowledge, upkeep
+from . import embedder, knowledge, upkeep
 from .config import Config, index_dir, load_config
 from .embedder import (
     META_MODEL,
@@ -36,7 +36,7 @@ from .graph.refresher import GraphRefresher
 from .graph.store import GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
-from .search import FieldWeights, Filters, KeywordSnapshot, preview, query_terms
+from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms
 from .snapshots import SnapshotCache, Source
 from .store import SkippedRow, Store, StoreError
 from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
@@ -78,6 +78,14 @@ class SearchResponse(msgspec.Struct, omit_defaults=True):
     top_k: int
     results: list[SearchResult]
     notice: str | None = None
+
+
+def _stored_path(path: str, kb_prefixes: Sequence[str]) -> str:
+    """A document's path as its catalog stores it (a knowledge-base result without `kb:<label>/`)."""
+    for prefix in kb_prefixes:
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
 
 
 def fuse(
@@ -350,7 +358,13 @@ class Engine:
                 ids = [d.chunk_id for d in snap.docs]
                 hashes = self._chunk_hashes(ids)
                 # Tombstoned documents of an overlay snapshot get no vector (their chunks may be gone).
-                live = [hashes.get(i, "") if snap.is_live(n) else "" for n, i in enumerate(ids)]
+                prefixes = self._kb_prefixes()
+                live = [
+                    self._embedding_key(d, hashes[d.chunk_id], prefixes)
+                    if snap.is_live(n) and d.chunk_id in hashes
+                    else ""
+                    for n, d in enumerate(snap.docs)
+                ]
                 vecs = VectorSnapshot(live, provider.dimensions, provider.model_id)
                 self._vectors = (snap, vecs)
             if len(snap.docs) >= self.ann_threshold():
@@ -372,6 +386,23 @@ class Engine:
             return None
         return verify_vectors(
             self.store, self.index_dir, model, int(dims), threshold=self.ann_threshold(), sample=sample
+        )
+
+    @staticmethod
+    def _embedding_key(doc: DocRow, chunk_hash: str, kb_prefixes: Sequence[str]) -> str:
+        """The embedding cache key of a snapshot document (`embedder.embedding_key`); the header names the
+        stored path, so knowledge-base documents drop their `kb:<label>/` display prefix."""
+        if not embedder.EMBED_HEADER:
+            return chunk_hash
+        path = _stored_path(doc.path, kb_prefixes)
+        return embedder.embedding_key(path, doc.symbol, doc.kind, chunk_hash)
+
+    def _kb_prefixes(self) -> list[str]:
+        """Display prefixes (`kb:<label>/`) of the knowledge bases, longest first."""
+        if not embedder.EMBED_HEADER:
+            return []
+        return sorted(
+            (knowledge.display_path(kb, "") for kb in self.knowledge_bases()), key=len, reverse=True
         )
 
     def _chunk_hashes(self, chunk_ids: Sequence[int]) -> dict[int, str]:
@@ -512,7 +543,10 @@ class Engine:
             source = self.doc_at(snap, *at)
             vector = vecs.vector_of(source)
             if vector is None:
-                text = self._chunk_texts([snap.docs[source].chunk_id]).get(snap.docs[source].chunk_id, "")
+                row = snap.docs[source]
+                text = self._chunk_texts([row.chunk_id]).get(row.chunk_id, "")
+                path = _stored_path(row.path, self._kb_prefixes())
+                text = embedder.embedding_text(path, row.symbol, row.kind, text)
                 vector = provider.embed_documents([text])[0]
 
             def exclude(doc: int) -> bool:

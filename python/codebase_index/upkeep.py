@@ -92,14 +92,9 @@ def collect_garbage(root: Path, config: Config, store: Store) -> GcReport:
         contents_removed = store.purge_unreferenced_contents()
         embeddings_removed: int | None = None
         if _has_table(store, "embeddings"):
-            cur = store.conn.execute(
-                "DELETE FROM embeddings WHERE chunk_hash NOT IN (SELECT chunk_hash FROM chunks)"
-            )
-            embeddings_removed = cur.rowcount
-            if _has_table(store, "embedding_failures"):
-                store.conn.execute(
-                    "DELETE FROM embedding_failures WHERE chunk_hash NOT IN (SELECT chunk_hash FROM chunks)"
-                )
+            from .embedder import purge_orphan_embeddings  # numpy: not on the CLI's start-up path
+
+            embeddings_removed = purge_orphan_embeddings(store)
         store.set_meta(META_LAST_GC, f"{time.time():.3f}")
         if stale or contents_removed or embeddings_removed:
             store.bump_generation()
