@@ -33,8 +33,12 @@ from .store import ChunkRecord, FileRow, SkippedRow, Store
 ProgressFn = Callable[[str, int, int], None]
 log = logging.getLogger(__name__)
 
-# Below this many files to chunk, worker processes cost more to start than they save.
-PARALLEL_THRESHOLD = 64
+# Below this much text to chunk, worker processes cost more than they save. Measured on 2 cores
+# (bench_fresh.py pool_crossover, stdlib files): starting 2 spawned workers and warming their grammars
+# costs ~0.6 s while one process chunks ~3 MB/s, so the pool can win only above ~4 MB on an idle machine
+# (under load 3.4 serial still won at 8 MB: 2.7 s vs 3.8 s). A file count was a poor proxy: the first
+# switch to a branch with 98 changed stdlib files (1.4 MB) took 1.2-1.5 s in the pool, 0.6 s serially.
+PARALLEL_THRESHOLD_BYTES = 4_000_000
 WRITE_BATCH_FILES = 200
 # Bump when chunking or tokenization output changes: indexes made by another version re-chunk on the next run.
 PIPELINE_VERSION = "1"
@@ -620,7 +624,7 @@ class Indexer:
         out: dict[str, ProcessedFile] = {}
         total = len(work)
         report("chunk", 0, total)
-        if total < PARALLEL_THRESHOLD or self.workers <= 1:
+        if self.workers <= 1 or sum(len(item[1]) for item in work) < PARALLEL_THRESHOLD_BYTES:
             for i, (key, item) in enumerate(zip(keys, work, strict=True)):
                 out[key] = process_file(*item)
                 if (i + 1) % 50 == 0 or i + 1 == total:

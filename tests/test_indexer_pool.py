@@ -1,0 +1,95 @@
+"""The worker-pool path of the indexer stores exactly what the in-process path stores.
+
+Small runs stay in-process (PARALLEL_THRESHOLD_BYTES), so no other test reaches the pool: here the threshold
+is lowered to force it, and both stores are compared row by row (chunks, terms, code-graph records, edges).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from codebase_index import indexer as indexer_module
+from codebase_index.service import Engine
+
+MODULE = '''"""Module {i}."""
+from pkg.mod{prev} import work_{prev}
+
+
+class Thing{i}:
+    def run(self, x):
+        return work_{prev}(x) + {i}
+
+
+def work_{i}(value):
+    return Thing{i}().run(value)
+'''
+
+
+def make_repo(root: Path, n: int) -> None:
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / "pkg").mkdir()
+    for i in range(n):
+        (root / "pkg" / f"mod{i}.py").write_text(MODULE.format(i=i, prev=(i - 1) % n))
+    (root / "pkg" / "notes.md").write_text("# Notes\n\nThe pool must agree with the serial path.\n")
+
+
+def dump(index: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(index / "codebase.db")
+    try:
+        queries = {
+            "files": "SELECT path, content_key, language FROM files ORDER BY path",
+            "chunks": "SELECT content_key, chunk_hash, start_line, end_line FROM chunks ORDER BY 1, 3, 2",
+            "defs": "SELECT content_key, ordinal, name, qualified, kind FROM graph_defs ORDER BY 1, 2",
+            "graph_contents": "SELECT content_key, refs, imports FROM graph_contents ORDER BY 1",
+            "edges": "SELECT caller_path, caller, line, callee_path, callee, confidence FROM graph_edges "
+            "ORDER BY 1, 2, 3, 4, 5",
+        }
+        return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+    finally:
+        conn.close()
+
+
+def test_pool_and_serial_store_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, 12)
+    serial = Engine(repo, index_path=tmp_path / "serial", workers=2)
+    try:
+        report = serial.index()
+    finally:
+        serial.close()
+    assert report.files == 13 and report.graph_errors == 0
+
+    monkeypatch.setattr(indexer_module, "PARALLEL_THRESHOLD_BYTES", 0)
+    seen: list[str] = []
+    pooled = Engine(repo, index_path=tmp_path / "pooled", workers=2)
+    try:
+        pooled_report = pooled.index(progress=lambda phase, done, total: seen.append(phase))
+    finally:
+        pooled.close()
+    assert pooled_report.chunks == report.chunks and pooled_report.chunks_added == report.chunks_added
+    a, b = dump(tmp_path / "serial"), dump(tmp_path / "pooled")
+    assert a["edges"], "the fixture must produce cross-file edges"
+    assert len(a["files"]) == 13 and a["defs"]
+    assert a == b
+    assert "chunk" in seen and "write" in seen
+
+
+def test_small_runs_stay_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below the byte threshold no worker process is started, whatever the file count."""
+    repo = tmp_path / "repo"
+    make_repo(repo, 80)  # more files than the old count threshold (64), far fewer bytes than the new one
+
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker pool was started for a small run")
+
+    monkeypatch.setattr(indexer_module, "ProcessPoolExecutor", no_pool)
+    engine = Engine(repo, index_path=tmp_path / "index", workers=2)
+    try:
+        report = engine.index()
+    finally:
+        engine.close()
+    assert report.files == 81 and report.chunks_added > 0
