@@ -68,7 +68,7 @@ def copy_stdlib(dest: Path) -> None:
     )
 
 
-def save_latency(engine: Engine, root: Path, saves: int) -> dict[str, float]:
+def save_latency(engine: Engine, root: Path, saves: int) -> dict[str, object]:
     """Write a new function into an existing file, wait until a search finds it; p50/p95 over saves. Then
     how long the code graph lags: until its edges are resolved for the saved state (background refresh)."""
     from codebase_index.graph.store import GraphStore
@@ -151,7 +151,11 @@ def branch_switch(engine: Engine, root: Path) -> dict[str, object]:
             "WHERE f.branch='main'"
         )
     }
-    out: dict[str, object] = {"files_indexed": indexed, "files_changed_on_branch": len(changed)}
+    out: dict[str, object] = {
+        "files_indexed": indexed,
+        "files_changed_on_branch": len(changed),
+        "load_during_first_switch": round(os.getloadavg()[0], 1),
+    }
     timings = []
     for target in ("main", "feature", "main", "feature"):
         subprocess.run(["git", "checkout", "-q", target], cwd=root, check=True)
@@ -177,6 +181,53 @@ def branch_switch(engine: Engine, root: Path) -> dict[str, object]:
         chunks_on_feature=len(feature_hashes),
     )
     return out
+
+
+def pool_crossover(root: Path, sizes_mb: tuple[float, ...] = (0.5, 1, 2, 4, 8)) -> dict[str, object]:
+    """In-process chunking vs a fresh 2-worker pool (spawn + warm-up included) for growing amounts of
+    stdlib text: where indexer.PARALLEL_THRESHOLD_BYTES comes from. The load average is part of the
+    figure: on a busy machine the second worker buys little."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from codebase_index.indexer import _batches_by_size, _chunk_many, process_file
+
+    paths = sorted(p for p in root.rglob("*.py") if p.stat().st_size < 200_000)
+    random.Random(3).shuffle(paths)
+    items = [(str(p.relative_to(root)), p.read_text(errors="replace"), "python") for p in paths]
+    process_file(*items[0])  # warm this process (grammar, query) as a running sidecar is
+    rows = []
+    for mb in sizes_mb:
+        chosen: list[tuple[str, str, str]] = []
+        size = 0
+        for item in items[1:]:
+            chosen.append(item)
+            size += len(item[1])
+            if size >= mb * 1e6:
+                break
+        started = time.perf_counter()
+        for item in chosen:
+            process_file(*item)
+        serial = time.perf_counter() - started
+        started = time.perf_counter()
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+            keys = [str(i) for i in range(len(chosen))]
+            batches = _batches_by_size(chosen, keys, target_bytes=256 * 1024)
+            for future in [pool.submit(_chunk_many, batch) for _, batch in batches]:
+                future.result()
+        pooled = time.perf_counter() - started
+        rows.append(
+            {
+                "mb": mb,
+                "files": len(chosen),
+                "serial_s": round(serial, 2),
+                "pool_s": round(pooled, 2),
+                "load": round(os.getloadavg()[0], 1),
+            }
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    return {"rows": rows}
 
 
 def main() -> int:
@@ -217,6 +268,7 @@ def main() -> int:
         print(json.dumps(results["save_to_searchable"]), file=sys.stderr)
         results["branch_switch"] = branch_switch(engine, stdlib)
         engine.close()
+        results["pool_crossover"] = pool_crossover(stdlib)
 
     print(json.dumps(results, indent=2))
     out = Path(__file__).parent / "results" / "fresh.json"
