@@ -705,10 +705,8 @@ class Engine:
         limit: int = 100,
     ) -> CallGraph:
         """Callers or callees of a symbol (name, `Class.method` or `path#qualified` id) on this branch."""
-        from .graph.query import call_graph
+        from .graph.query import call_graph  # validates direction and depth
 
-        if direction not in ("callers", "callees"):
-            raise ValueError(f"direction must be 'callers' or 'callees', not {direction!r}")
         branch = self.branch()
         return self._graph_read(
             branch,
