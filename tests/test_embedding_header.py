@@ -6,17 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from provider_server import serve
-from test_vectors import embedded_texts, make_repo, remote_config
 
 from codebase_index import embedder
 from codebase_index.embedder import embedding_header, embedding_key, embedding_text
 from codebase_index.indexer import chunk_hash
 from codebase_index.service import Engine
+from provider_server import serve
+from test_vectors import embedded_texts, make_repo, remote_config
 
 BODY = "def shared_helper(value):\n    return value * 2 + 1\n"
 # The same file content at two paths: one content key, so the same chunk rows under two files.
-FILES = {"src/a.py": BODY, "lib/b.py": BODY, "web/app.ts": "export function renderPage(): string {\n  return '';\n}\n"}
+FILES = {
+    "src/a.py": BODY,
+    "lib/b.py": BODY,
+    "web/app.ts": "export function renderPage(): string {\n  return '';\n}\n",
+}
 
 
 def test_embedding_text_puts_the_header_first_only_when_asked() -> None:
