@@ -293,14 +293,24 @@ def cmd_kb(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_root_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", help="project root")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+
+
+def _add_filter_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
+    p.add_argument("--directory", help="only files under this directory (relative to the root)")
+    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codebase-index", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index (or update the index of) a project")
     p.add_argument("path", nargs="?", help="project root (default: --root, $CODEBASE_INDEX_ROOT, or .)")
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    _add_root_arguments(p)
     p.add_argument("--force", action="store_true", help="re-chunk every file")
     p.add_argument("--verbose", action="store_true", help="list every skipped file with its reason")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -311,8 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query", nargs="+", help="what to look for")
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    _add_root_arguments(p)
     p.add_argument("--top", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
@@ -321,41 +330,32 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="retrieval mode (default hybrid; keyword results until embeddings exist)",
     )
-    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
-    p.add_argument("--directory", help="only files under this directory (relative to the root)")
-    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+    _add_filter_arguments(p)
     p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("peek", help="search, printing locations only")
     p.add_argument("query", nargs="+", help="what to look for")
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    _add_root_arguments(p)
     p.add_argument("--top", type=int, default=20, help="number of locations (default 20)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default=None, help="retrieval mode")
-    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
-    p.add_argument("--directory", help="only files under this directory (relative to the root)")
-    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+    _add_filter_arguments(p)
     p.set_defaults(func=cmd_peek, lines=0)
 
     p = sub.add_parser("similar", help="code similar in meaning to a snippet or to the chunk at PATH:LINE")
     p.add_argument("snippet", nargs="*", help="a code snippet ('-' reads it from stdin)")
     p.add_argument("--at", metavar="PATH:LINE", help="the chunk covering this line is the example")
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    _add_root_arguments(p)
     p.add_argument("--top", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
-    p.add_argument("--directory", help="only files under this directory (relative to the root)")
-    p.add_argument("--kind", choices=CHUNK_KINDS, help="only chunks of this kind")
+    _add_filter_arguments(p)
     p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
     p.set_defaults(func=cmd_similar)
 
     p = sub.add_parser("status", help="show what the index holds")
     p.add_argument("path", nargs="?", help="project root")
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    _add_root_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
 
@@ -364,8 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("kb", help="knowledge bases: extra folders indexed with the project")
     p.add_argument("action", choices=["add", "list", "remove"])
     p.add_argument("folder", nargs="?", help="the folder (add/remove): absolute or relative to the root")
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    _add_root_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_kb)
 
