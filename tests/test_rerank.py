@@ -11,6 +11,7 @@ import pytest
 
 from codebase_index.config import Config, RerankerConfig, SearchConfig
 from codebase_index.rerank import (
+    CASE_FOLDED_DEFINITION,
     Candidate,
     Penalties,
     RankParams,
@@ -66,6 +67,14 @@ def test_profile_drops_question_words_and_notices_test_and_doc_intent() -> None:
     assert profile_query("example of middleware").wants_examples
 
 
+def test_test_intent_follows_inflections() -> None:
+    # "mocking" asks for the mock implementation as "mock" does: files under mock/ are not demoted.
+    assert profile_query("fake timers and timer mocking utilities").wants_tests
+    assert profile_query("shared test fixtures").wants_tests
+    assert not profile_query("timer utilities").wants_tests
+    assert file_penalty("src/mock/timers.ts", profile_query("timer mocking")) == 1.0
+
+
 def test_stem_conflates_inflections_but_not_short_words() -> None:
     assert stem("redirects") == stem("redirect") == stem("redirected") == stem("redirecting")
     assert stem("parses") == stem("parse") == stem("parsed")
@@ -94,6 +103,26 @@ def test_definition_score_exact_qualified_and_member() -> None:
     assert definition_score("getUser", profile_query("getUserById")) == 0.0
     assert definition_score("", profile_query("getUserById")) == 0.0
     assert definition_score("getUserById", profile_query("how users are fetched")) == 0.0
+
+
+def test_definition_score_prefers_the_initial_case_typed() -> None:
+    # A capitalised query names a type; the same name in lower case is a function or value.
+    session = profile_query("Session")
+    assert definition_score("Session", session) == 1.0
+    assert definition_score("session", session) == CASE_FOLDED_DEFINITION < 1.0
+    assert definition_score("command", profile_query("Command")) == CASE_FOLDED_DEFINITION
+    assert definition_score("Session", profile_query("session")) == CASE_FOLDED_DEFINITION
+    # Punctuation and the naming convention do not count as a different case.
+    assert definition_score("$ZodError", profile_query("ZodError")) == 1.0
+    assert definition_score("parse_config", profile_query("parseConfig")) == 1.0
+
+
+def test_rank_puts_the_type_above_its_lowercase_factory() -> None:
+    cands = [
+        Candidate(1, "src/sessions.py", "session", "function", 1.0),
+        Candidate(2, "src/sessions.py", "Session", "class", 0.9),
+    ]
+    assert [r.doc for r in rank(cands, profile_query("Session"))] == [2, 1]
 
 
 def test_stem_overlap_matches_identifier_parts_in_any_casing() -> None:
