@@ -149,6 +149,7 @@ def test_path_score_weighs_file_name_over_directories() -> None:
         ("src/session_test.go", 0.55),
         ("src/session.spec.ts", 0.55),
         ("examples/session.py", 0.6),
+        ("_examples/rest/main.go", 0.6),  # the underscore keeps Go tooling out of the folder
         ("vendor/lib/session.go", 0.6),
         ("src/_compat.py", 0.75),
         ("types/session.d.ts", 0.7),

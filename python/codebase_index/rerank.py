@@ -375,7 +375,7 @@ _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|testing|spec|specs|e2e|fixtures?|testdata|mocks?)(/|$)"
     r"|(^|/)(test_[^/]*|conftest\.py)$|(_test|_spec|\.test|\.spec|Tests?|Spec)\.\w+$"
 )
-_EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|playground|scripts)(/|$)")
+_EXAMPLE_PATH = re.compile(r"(^|/)_?(examples?|samples?|demos?|benchmarks?|bench|playground|scripts)(/|$)")
 _VENDOR_PATH = re.compile(r"(^|/)(vendor|vendored|third_party|thirdparty|external|deps|node_modules)(/|$)")
 _COMPAT_PATH = re.compile(r"(^|/)(_?compat\w*|legacy|deprecated)(/|\.|$)")
 _DOC_EXTENSIONS = (".md", ".mdx", ".rst", ".txt", ".adoc")
