@@ -141,6 +141,18 @@ def test_path_score_weighs_file_name_over_directories() -> None:
     assert path_score("lib/core.py", profile) == 0.0
 
 
+def test_path_score_sees_words_a_file_name_runs_together() -> None:
+    profile = profile_query("real IP extraction from forwarded headers")
+    # "real" and "ip" are both found in realip.go; route_headers.go only has "headers".
+    assert path_score("middleware/realip.go", profile) > path_score("middleware/route_headers.go", profile)
+    assert path_score("src/threadpool.c", profile_query("thread pool")) == 1.0
+    assert path_score("threadpool/queue.c", profile_query("thread pool")) == 0.5  # a directory: half
+    # A typed identifier's own parts are not a compound: the folder matches "websocket" only, not also
+    # its parts web and socket (stems: websocket, web, socket, client).
+    ws = profile_query("WebSocket client")
+    assert path_score("src/websocket/reader.py", ws) == pytest.approx(0.5 / 4)
+
+
 @pytest.mark.parametrize(
     ("path", "factor"),
     [

@@ -119,6 +119,7 @@ class QueryProfile:
     wants_examples: bool
     code_like: bool = False  # pasted code: brackets, `=`, `;`, `=>`, several lines
     error_like: bool = False  # pasted error message: error phrasing, quotes, `key: value`
+    compounds: tuple[tuple[str, frozenset[str]], ...] = ()  # see `_compounds`
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -167,6 +168,7 @@ def profile_query(query: str) -> QueryProfile:
         wants_examples=bool(lowered & _EXAMPLE_WORDS),
         code_like=bool(_CODE_SYNTAX.search(query.strip())),
         error_like=bool(_ERROR_SHAPE.search(query)),
+        compounds=_compounds(words),
     )
 
 
@@ -342,10 +344,32 @@ def _abbreviates(part: str, word: str) -> bool:
     return len(part) >= 3 and len(word) >= len(part) + 2 and word.startswith(part)
 
 
+def _compounds(words: Sequence[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Runs of 2-3 consecutive query words as one word a path may spell (`realip.go` for "real IP",
+    `threadpool.c` for "thread pool"): (stem of the joined run, stems of its words). Runs that spell a
+    typed word are left out (`WebSocket` is typed; its parts web, socket are not a compound).
+
+    >>> [joined for joined, _ in _compounds(("real", "ip", "headers"))]
+    ['realip', 'ipheader', 'realipheader']
+    >>> "websocket" in [joined for joined, _ in _compounds(("websocket", "web", "socket"))]
+    False
+    """
+    typed = set(words)
+    out: list[tuple[str, frozenset[str]]] = []
+    for size in (2, 3):
+        for i in range(len(words) - size + 1):
+            run = words[i : i + size]
+            if "".join(run) not in typed:
+                out.append((stem("".join(run)), frozenset(stem(w) for w in run)))
+    return tuple(out)
+
+
 def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> float:
     """How well the file path names the query's subject: query stems in the file name count fully,
     in directory names half, and `abbreviation` times that when a path part only abbreviates the
-    word (`impls.rs` for "implementations"); the result is the matched share of the query's stems.
+    word (`impls.rs` for "implementations"); words a path part spells as one (`realip.go` for "real
+    IP", see `_compounds`) count as found there. The result is the matched share of the query's stems.
+    Compounds: benchmark hybrid 0.8519 -> 0.8535, keyword 0.8079 -> 0.8085; validation unchanged.
 
     >>> path_score("src/requests/sessions.py", profile_query("how sessions persist"))
     0.5
@@ -353,15 +377,24 @@ def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> f
     0.25
     >>> path_score("src/ser/impls.rs", profile_query("implementations"), abbreviation=0.5)
     0.5
+    >>> path_score("middleware/realip.go", profile_query("real IP headers"))
+    0.6666666666666666
     """
     if not profile.stems:
         return 0.0
     name_stems, dir_stems = _path_parts(path)
+    in_name: set[str] = set()
+    in_dir: set[str] = set()
+    for joined, run in profile.compounds:
+        if joined in name_stems:
+            in_name |= run
+        elif joined in dir_stems:
+            in_dir |= run
     total = 0.0
     for s in profile.stems:
-        if s in name_stems:
+        if s in name_stems or s in in_name:
             total += 1.0
-        elif s in dir_stems:
+        elif s in dir_stems or s in in_dir:
             total += 0.5
         elif abbreviation:
             if any(_abbreviates(p, s) for p in name_stems):
