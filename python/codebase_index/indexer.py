@@ -25,8 +25,9 @@ from . import files as discovery
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
-from .graph import extract_file, language_spec
-from .graph.store import EdgeRefresh, EncodedGraph, GraphStore, encode_graph
+from .graph import language_spec
+from .graph.extract import extract_rows
+from .graph.store import EdgeRefresh, EncodedGraph, GraphStore, encode_rows
 from .models import DiscoveredFile, SkippedFile
 from .store import ChunkRecord, FileRow, SkippedRow, Store
 
@@ -114,7 +115,8 @@ def process_file(path: str, text: str, language: str) -> ProcessedFile:
     if not trees:
         return ProcessedFile(records)
     try:
-        return ProcessedFile(records, encode_graph(extract_file(path, text, language, trees[0])))
+        rows = extract_rows(path, text, language, trees[0])
+        return ProcessedFile(records, None if rows is None else encode_rows(rows))
     except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
         return ProcessedFile(records, None, f"{type(exc).__name__}: {exc}")
 

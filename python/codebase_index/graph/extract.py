@@ -1,18 +1,33 @@
 """Per-file extraction: definitions, call sites and imports from one tree-sitter query per language.
 
-One query pass (in C) finds every interesting node; a single sweep over the captures in source order then
-nests definitions (for qualified names and callers) without walking the tree in Python.
+One query pass (in C) finds every interesting node; the definitions, sorted, give an owner map (byte
+offset -> innermost definition) that places each call site, import and variable by one bisection, without
+walking the tree in Python. Indexing takes `extract_rows` (plain tuples, the stored form); `extract_file`
+wraps the same rows into records.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from tree_sitter import Node, QueryCursor, Tree
 
 from .imports import IMPORT_DECODERS, text
-from .languages import LanguageSpec, compiled_query, language_spec, parser_for
+from .languages import (
+    DEF,
+    IMPORT,
+    LOCAL,
+    PACKAGE,
+    REF,
+    SCOPE,
+    LanguageSpec,
+    language_spec,
+    parser_for,
+    query_plan,
+)
 from .records import CLASS_KINDS, Definition, FileGraph, ImportBinding, Reference
 
 _MAX_RECEIVER = 120
@@ -20,8 +35,6 @@ _TYPE_PREFIX = re.compile(r"^(?:[&*?\s]|'\w+\s|mut\s|dyn\s|impl\s|const\s)+")
 _TYPE_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 _NOT_OWNERS = frozenset({"exports", "module", "window", "globalThis"})
 _GO_TYPE_KINDS = {"struct_type": "struct", "interface_type": "interface"}
-_ROLE_KEYS = frozenset({"import", "local", "field", "package"})
-_ROLE_PREFIXES = ("def.", "scope.", "ref.")
 # Literal initialisers give builtin types: `d = {}` then `d.update()` is not a repo method.
 _LITERAL_TYPES = {
     "dictionary": "dict",
@@ -58,17 +71,15 @@ class _Container:
 
 @dataclass(eq=False, slots=True)
 class _Point:
-    """A call site, local-variable type or import statement, to be attached to its enclosing container."""
+    """An import statement or a local-variable type, to be attached to its enclosing container."""
 
     start: int
     role: str
     node: Node
     name: str = ""
-    receiver: str | None = None
     local_type: str = ""
     bindings: list[ImportBinding] = field(default_factory=list)
     owner: _Container | None = None
-    line: int = 0
 
 
 def python_module(path: str) -> str:
@@ -139,24 +150,27 @@ def _bases(spec: LanguageSpec, node: Node, caps: dict[str, list[Node]]) -> tuple
     return tuple(n for n in names if n)
 
 
-def _nest(containers: list[_Container], points: list[_Point]) -> None:
-    """Attach parents/owners with one sweep in source order (spans nest, so a stack suffices)."""
-    order: list[tuple[int, int, int, int]] = [(c.start, 0, -c.end, i) for i, c in enumerate(containers)]
-    base = len(containers)
-    order.extend((p.start, 1, 0, base + i) for i, p in enumerate(points))
-    order.sort()
-    objects: list[_Container | _Point] = [*containers, *points]
+def _nest(containers: list[_Container]) -> tuple[list[int], list[_Container | None]]:
+    """Set each container's parent and return an owner map: the innermost container at a byte offset is
+    `owners[bisect_right(bounds, offset) - 1]` (None before the first). Spans nest, so a stack suffices;
+    a container starting at an offset owns it."""
+    bounds: list[int] = []
+    owners: list[_Container | None] = []
     stack: list[_Container] = []
-    for start, _, _, index in order:
-        item = objects[index]
-        while stack and stack[-1].end <= start:
-            stack.pop()
-        top = stack[-1] if stack else None
-        if isinstance(item, _Point):
-            item.owner = top
-            continue
-        item.parent = top
-        stack.append(item)
+    for c in containers:  # sorted by (start, -end)
+        while stack and stack[-1].end <= c.start:
+            done = stack.pop()
+            bounds.append(done.end)
+            owners.append(stack[-1] if stack else None)
+        c.parent = stack[-1] if stack else None
+        stack.append(c)
+        bounds.append(c.start)
+        owners.append(c)
+    while stack:
+        done = stack.pop()
+        bounds.append(done.end)
+        owners.append(stack[-1] if stack else None)
+    return bounds, owners
 
 
 def _qualify(spec: LanguageSpec, containers: list[_Container]) -> None:
@@ -197,57 +211,90 @@ def _package(spec: LanguageSpec, path: str, caps_package: str | None) -> str | N
     return caps_package
 
 
+class FileRows(NamedTuple):
+    """One file's graph as plain tuples: what the store keeps and workers send back (no path: contents
+    are shared by paths and branches). `extract_file` wraps it into records."""
+
+    language: str
+    package: str | None
+    # (name, qualified, kind, start_line, end_line, bases)
+    definitions: list[tuple[str, str, str, int, int, tuple[str, ...]]]
+    # (name, receiver, kind, line, caller, receiver_type); imports are references of kind "import"
+    references: list[tuple[str, str | None, str, int, str | None, str | None]]
+    imports: list[ImportBinding]
+
+
 def extract_file(path: str, text_: str, language: str, tree: Tree | None = None) -> FileGraph:
     """Definitions, references and imports of one file; pass `tree` to reuse the chunker's parse.
 
     Unsupported languages give an empty graph rather than an error so callers can feed every file.
     """
+    rows = extract_rows(path, text_, language, tree)
+    if rows is None:
+        return FileGraph(path, language, None, [], [], [])
+    return FileGraph(
+        path,
+        rows.language,
+        rows.package,
+        [Definition(n, q, k, path, s, e, b) for n, q, k, s, e, b in rows.definitions],
+        [Reference(n, r, k, path, ln, c, t) for n, r, k, ln, c, t in rows.references],
+        rows.imports,
+    )
+
+
+def extract_rows(path: str, text_: str, language: str, tree: Tree | None = None) -> FileRows | None:
+    """The work of `extract_file` without building records (None: unsupported language).
+
+    The hot path of indexing: one query pass in C, then per match only what the match itself gives
+    (call sites carry no node of their own: the receiver or the name locates them).
+    """
     spec = language_spec(language)
     if spec is None:
-        return FileGraph(path, language, None, [], [], [])
+        return None
     if tree is None:
         tree = parser_for(spec.name).parse(text_.encode("utf-8"))
-    query = compiled_query(spec.name)
+    query, roles = query_plan(spec.name)
     containers: list[_Container] = []
-    points: list[_Point] = []
+    # Call sites in match order: (start byte, kind, name, receiver, constructed type, line); an import
+    # statement holds its place with kind "import" (its bindings are in `points`).
+    calls: list[tuple[int, str, str, str | None, str, int]] = []
+    points: list[_Point] = []  # imports and variable types
     package: str | None = None
     seen: set[tuple[int, int, str]] = set()
-    decode_imports = IMPORT_DECODERS[spec.name]
     rust = spec.name == "rust"
     python = spec.name == "python"
 
-    roles: dict[int, str] = {}
     for pattern, caps in QueryCursor(query).matches(tree.root_node):
-        role = roles.get(pattern)
-        if role is None:
-            role = roles[pattern] = next(
-                (k for k in caps if k in _ROLE_KEYS or k.startswith(_ROLE_PREFIXES)), ""
-            )
-        if not role:
-            continue
-        node = caps[role][0]
-        if role.startswith("ref."):
+        role, kind, anchor = roles[pattern]
+        if role == REF:
             name_node = caps["name"][0]
             name = name_node.text.decode("utf-8", "replace")  # type: ignore[union-attr]
             recv_nodes = caps.get("receiver")
-            receiver = _squash(text(recv_nodes[0])) if recv_nodes else None
-            constructed = (_constructed_type(recv_nodes[0]) if recv_nodes else None) or ""
-            kind = role[4:]
-            if python and name[:1].isupper():
-                kind = "constructor"
-            elif rust and recv_nodes and _parent_type(recv_nodes[0]) == "scoped_identifier":
-                kind = "constructor" if name == "new" else "call"  # `Foo::new()`, `path::f()`: static
+            if recv_nodes:
+                recv = recv_nodes[0]
+                raw = recv.text.decode("utf-8", "replace")  # type: ignore[union-attr]
+                receiver: str | None = _squash(raw)
+                start = recv.start_byte
+                # Only a call or a `new` expression gives its type away, and both end in `)` or `}`.
+                constructed = (_constructed_type(recv) or "") if raw[-1:] in (")", "}") else ""
+                if rust and _parent_type(recv) == "scoped_identifier":
+                    kind = "constructor" if name == "new" else "call"  # `Foo::new()`, `path::f()`: static
+                elif python and name[:1].isupper():
+                    kind = "constructor"
+            else:
+                receiver, constructed = None, ""
+                start = name_node.start_byte
+                if python and name[:1].isupper():
+                    kind = "constructor"
             # The name's line, not the call's: chained calls span lines (`a\n  .b()`).
-            line = name_node.start_point[0] + 1
-            points.append(_Point(node.start_byte, kind, node, name, receiver, constructed, line=line))
-        elif role.startswith("def.") or role.startswith("scope."):
+            calls.append((start, kind, name, receiver, constructed, name_node.start_point[0] + 1))
+        elif role in (DEF, SCOPE):
+            node = caps[anchor][0]
             name = text(caps["name"][0])
             key3 = (node.start_byte, node.end_byte, name)
             if key3 in seen:
                 continue
             seen.add(key3)
-            is_def = role[0] == "d"
-            kind = role[4:] if is_def else role[6:]
             body = caps.get("type_body")
             if body:
                 kind = _GO_TYPE_KINDS.get(body[0].type, "type")
@@ -255,21 +302,24 @@ def extract_file(path: str, text_: str, language: str, tree: Tree | None = None)
             bases = _bases(spec, node, caps) if kind in ("class", "interface") else ()
             containers.append(
                 _Container(
-                    node.start_byte,
-                    node.end_byte,
+                    key3[0],
+                    key3[1],
                     name,
                     kind,
-                    is_def,
+                    role == DEF,
                     node,
                     owner=text(owner_nodes[0]) if owner_nodes else None,
                     bases=bases,
                 )
             )
-        elif role == "import":
-            bindings = decode_imports(node, path)
+        elif role == IMPORT:
+            node = caps[anchor][0]
+            bindings = IMPORT_DECODERS[spec.name](node, path)
             if bindings:
                 points.append(_Point(node.start_byte, "import", node, bindings=bindings))
-        elif role in ("local", "field"):
+                calls.append((node.start_byte, "import", "", None, "", 0))
+        elif role == LOCAL:
+            node = caps[anchor][0]
             literal = caps.get("local.literal")
             if literal:
                 local_type: str | None = _LITERAL_TYPES.get(literal[0].type, literal[0].type)
@@ -277,64 +327,70 @@ def extract_file(path: str, text_: str, language: str, tree: Tree | None = None)
                 local_type = clean_type(text(caps["local.type"][0]))
             if local_type:
                 var = text(caps["local.name"][0])
-                points.append(_Point(node.start_byte, role, node, name=var, local_type=local_type))
-        elif role == "package":
-            package = text(node)
+                points.append(_Point(node.start_byte, kind, node, name=var, local_type=local_type))
+        elif role == PACKAGE:
+            package = text(caps[anchor][0])
 
     containers.sort(key=lambda c: (c.start, -c.end))
-    _nest(containers, points)
+    bounds, owners = _nest(containers)
     _qualify(spec, containers)
+    for p in points:
+        i = bisect_right(bounds, p.start) - 1
+        p.owner = owners[i] if i >= 0 else None
 
     # Variable types, keyed by the scope that declares them (None: module level).
     local_types: dict[tuple[int, str], str] = {}
     field_types: dict[tuple[int, str], str] = {}
+    imports: list[ImportBinding] = []
+    import_points: list[_Point] = []
     for p in points:
-        if p.role == "local" or p.role == "field":
-            scope = p.owner.nearest_def if p.owner is not None else None
-            var = p.name
-            head, _, attr = var.partition(".")
-            if p.role == "field" or (attr and head in spec.self_names):
-                cls = p.owner.nearest_class if p.owner is not None else None
-                if cls is not None:
-                    field_types[(id(cls), attr or var)] = p.local_type
-            elif not attr:
-                local_types[(id(scope), var)] = p.local_type
+        if p.role == "import":
+            import_points.append(p)
+            continue
+        scope = p.owner.nearest_def if p.owner is not None else None
+        var = p.name
+        head, _, attr = var.partition(".")
+        if p.role == "field" or (attr and head in spec.self_names):
+            cls = p.owner.nearest_class if p.owner is not None else None
+            if cls is not None:
+                field_types[(id(cls), attr or var)] = p.local_type
+        elif not attr:
+            local_types[(id(scope), var)] = p.local_type
 
     definitions = [
-        Definition(
-            c.name,
-            c.qualified,
-            c.kind,
-            path,
-            c.node.start_point[0] + 1,
-            c.node.end_point[0] + 1,
-            c.bases,
-        )
+        (c.name, c.qualified, c.kind, c.node.start_point[0] + 1, c.node.end_point[0] + 1, c.bases)
         for c in containers
         if c.is_def
     ]
-    references: list[Reference] = []
-    imports: list[ImportBinding] = []
-    for p in points:
-        if p.role == "local" or p.role == "field":
-            continue
-        caller_c = p.owner.nearest_def if p.owner is not None else None
+    references: list[tuple[str, str | None, str, int, str | None, str | None]] = []
+    next_import = iter(import_points)
+    self_names = spec.self_names
+    typed = bool(local_types or field_types or spec.implicit_this)
+    for start, kind, name, receiver, constructed, line in calls:
+        i = bisect_right(bounds, start) - 1
+        owner = owners[i] if i >= 0 else None
+        caller_c = owner.nearest_def if owner is not None else None
         caller = caller_c.qualified if caller_c is not None else None
-        line = p.line or p.node.start_point[0] + 1
-        if p.role == "import":
+        if kind == "import":
+            p = next(next_import)
             if rust:
-                p.bindings = _rust_rebase(p.bindings, p.owner)
+                p.bindings = _rust_rebase(p.bindings, owner)
             imports.extend(p.bindings)
             references.extend(
-                Reference(b.imported or b.local, b.module or None, "import", path, b.line, caller)
-                for b in p.bindings
+                (b.imported or b.local, b.module or None, "import", b.line, caller, None) for b in p.bindings
             )
             continue
         receiver_type = None
-        if p.receiver is not None:
-            receiver_type = _receiver_type(spec, p, local_types, field_types)
-        references.append(Reference(p.name, p.receiver, p.role, path, line, caller, receiver_type))
-    return FileGraph(path, spec.name, _package(spec, path, package), definitions, references, imports)
+        if receiver is not None:
+            if constructed:
+                receiver_type = constructed
+            elif receiver in self_names:
+                cls = owner.nearest_class if owner is not None else None
+                receiver_type = cls.qualified if cls is not None else None
+            elif typed:
+                receiver_type = _receiver_type(spec, receiver, owner, local_types, field_types)
+        references.append((name, receiver, kind, line, caller, receiver_type))
+    return FileRows(spec.name, _package(spec, path, package), definitions, references, imports)
 
 
 def _constructed_type(receiver: Node) -> str | None:
@@ -354,22 +410,19 @@ def _constructed_type(receiver: Node) -> str | None:
 
 def _receiver_type(
     spec: LanguageSpec,
-    p: _Point,
+    receiver: str,
+    owner: _Container | None,
     local_types: dict[tuple[int, str], str],
     field_types: dict[tuple[int, str], str],
 ) -> str | None:
-    if p.local_type:
-        return p.local_type
-    receiver = p.receiver or ""
-    cls = p.owner.nearest_class if p.owner is not None else None
-    if receiver in spec.self_names:
-        return cls.qualified if cls is not None else None
+    """The type of a call's receiver from the variables seen in its scopes (self/this handled before)."""
+    cls = owner.nearest_class if owner is not None else None
     head, _, attr = receiver.partition(".")
     if attr and "." not in attr and head in spec.self_names:
         return field_types.get((id(cls), attr)) if cls is not None else None
     if not receiver.isidentifier():
         return None
-    for scope in _enclosing_chain(p.owner.nearest_def if p.owner is not None else None):
+    for scope in _enclosing_chain(owner.nearest_def if owner is not None else None):
         found = local_types.get((id(scope), receiver))
         if found is not None:
             return found

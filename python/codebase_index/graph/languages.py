@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -136,14 +137,58 @@ def language_spec(language: str) -> LanguageSpec | None:
     return SPECS.get(ALIASES.get(language, language))
 
 
+def query_source(language: str) -> str:
+    spec = SPECS[language]
+    folder = resources.files("codebase_index.graph") / "queries"
+    return "\n".join((folder / f"{name}.scm").read_text(encoding="utf-8") for name in spec.query_files)
+
+
 @cache
 def compiled_query(language: str) -> Query:
     """Compiling a query costs milliseconds, so each language's is built once per process."""
-    spec = SPECS[language]
-    folder = resources.files("codebase_index.graph") / "queries"
-    source = "\n".join((folder / f"{name}.scm").read_text(encoding="utf-8") for name in spec.query_files)
-    lang: Language = get_language(spec.grammar)  # type: ignore[arg-type]
-    return Query(lang, source)
+    lang: Language = get_language(SPECS[language].grammar)  # type: ignore[arg-type]
+    return Query(lang, query_source(language))
+
+
+# Roles of query patterns (the capture protocol in queries/python.scm).
+DEF, SCOPE, REF, IMPORT, LOCAL, PACKAGE = range(6)
+_ROLE_CAPTURE = re.compile(r"@((def|scope|ref)\.\w+|import|local|field|package)(?![\w.])")
+Role = tuple[int, str, str]  # (role, kind, capture naming the pattern's node)
+
+
+@cache
+def query_plan(language: str) -> tuple[Query, tuple[Role, ...]]:
+    """The extraction query and each pattern's role, read once from the pattern sources.
+
+    Call-site patterns lose their node capture (`@ref.*`): the extractor locates a call by its receiver
+    or name, and every capture the query does not return is a Python object not built per match."""
+    lang: Language = get_language(SPECS[language].grammar)  # type: ignore[arg-type]
+    source = query_source(language)
+    query = Query(lang, source)
+    encoded = source.encode("utf-8")
+    roles: list[Role] = []
+    for i in range(query.pattern_count):
+        pattern = encoded[query.start_byte_for_pattern(i) : query.end_byte_for_pattern(i)].decode("utf-8")
+        found = {m.group(1) for m in _ROLE_CAPTURE.finditer(pattern)}
+        if len(found) != 1:
+            raise ValueError(f"{language} query pattern {i} needs exactly one role capture, has {found}")
+        capture = found.pop()
+        head, _, kind = capture.partition(".")
+        if head == "def":
+            roles.append((DEF, kind, capture))
+        elif head == "scope":
+            roles.append((SCOPE, kind, capture))
+        elif head == "ref":
+            roles.append((REF, kind, capture))
+        elif head == "import":
+            roles.append((IMPORT, "", capture))
+        elif head == "package":
+            roles.append((PACKAGE, "", capture))
+        else:
+            roles.append((LOCAL, head, capture))
+    for capture in {capture for role, _, capture in roles if role == REF}:
+        query.disable_capture(capture)
+    return query, tuple(roles)
 
 
 @cache

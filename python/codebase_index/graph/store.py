@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterator, Sequence
 
 import msgspec
 
-from .extract import python_module, rust_module
+from .extract import FileRows, python_module, rust_module
 from .records import MODULE_CALLER, Definition, Edge, FileGraph, ImportBinding, Reference
 from .resolve import resolve_with_stats
 
@@ -156,6 +156,16 @@ def encode_graph(graph: FileGraph) -> EncodedGraph:
         (d.name, d.qualified, d.kind, d.start_line, d.end_line, ",".join(d.bases)) for d in graph.definitions
     ]
     return EncodedGraph(graph.language, package, _encoder.encode(refs), _encoder.encode(imports), defs)
+
+
+def encode_rows(rows: FileRows) -> EncodedGraph:
+    """`encode_graph` straight from the extractor's tuples (the indexing path: no records built)."""
+    package = rows.package if rows.language not in ("python", "rust") else None
+    imports = [(b.local, b.module, b.imported, b.line) for b in rows.imports]
+    defs = [(n, q, k, s, e, ",".join(b)) for n, q, k, s, e, b in rows.definitions]
+    return EncodedGraph(
+        rows.language, package, _encoder.encode(rows.references), _encoder.encode(imports), defs
+    )
 
 
 class GraphStore:
