@@ -15,6 +15,7 @@ from codebase_index.rerank import (
     Candidate,
     Penalties,
     RankParams,
+    complete_keyword,
     definition_score,
     diversify,
     file_coherence,
@@ -399,6 +400,38 @@ def test_literal_queries_fuse_by_score_under_rrf() -> None:
     # (as ranks only, doc 2, liked by both lists, would win).
     semantic_miss = [(2, 0.9), (1, 0.85)]
     assert rank_hits("computeValue", snap, keyword, semantic_miss, config)[0].doc == 0
+
+
+def test_complete_keyword_adds_vector_candidates_at_their_keyword_score() -> None:
+    scores = {2: 1.5, 3: 0.0, 4: 2.5}
+    out = complete_keyword(
+        [(0, 9.0), (1, 3.0)], [(3, 0.9), (2, 0.8), (0, 0.7), (4, 0.6)], lambda ds: [scores[d] for d in ds]
+    )
+    assert out == [(0, 9.0), (1, 3.0), (4, 2.5), (2, 1.5)]  # sorted after the list; no-term doc 3 left out
+    assert complete_keyword([(0, 1.0)], [(0, 0.5)], lambda ds: [1.0 for _ in ds]) == [(0, 1.0)]
+
+
+def test_rrf_ranks_a_vector_only_candidate_by_its_keyword_score() -> None:
+    rows = [_row(1, "a.py", "one"), _row(2, "b.py", "two"), _row(3, "c.py", "three")]
+    snap = KeywordSnapshot(rows)
+    config = SearchConfig(fusion_strategy="rrf", rerank_top_n=0, rrf_k=1)
+    keyword = [(0, 3.0)]  # the keyword top list (as cut at the pool size)
+    semantic = [(1, 0.9), (2, 0.8)]
+    params = RankParams(semantic_file=0.0)
+    plain = rank_hits("two things", snap, keyword, semantic, config, params)
+    assert [h.doc for h in plain][:2] == [0, 1]
+    # Doc 2 also has the query words (below the keyword cut): with its keyword rank it passes doc 0.
+    full = {0: 3.0, 1: 0.0, 2: 1.0}
+    completed = rank_hits(
+        "two things", snap, keyword, semantic, config, params, keyword_score=lambda ds: [full[d] for d in ds]
+    )
+    assert [h.doc for h in completed] == [2, 0, 1]
+    # Literal queries keep their own keyword list (score fusion): the same input, unchanged order.
+    literal = rank_hits("twoThings", snap, keyword, semantic, config, params)
+    completed_literal = rank_hits(
+        "twoThings", snap, keyword, semantic, config, params, keyword_score=lambda ds: [full[d] for d in ds]
+    )
+    assert [h.doc for h in literal] == [h.doc for h in completed_literal]
 
 
 # ------------------------------------------------------------------------------------------ fields

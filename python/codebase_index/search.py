@@ -208,9 +208,7 @@ class KeywordSnapshot:
         """The k best chunks by :meth:`enriched_scores` (score desc, then document order)."""
         if not terms or not self.docs:
             return []
-        scores = self.enriched_scores(terms, term_ids, weights, mask)
-        docs, top = _rank(scores, k)
-        return [Hit(int(d), float(s)) for d, s in zip(docs, top, strict=True)]
+        return top_hits(self.enriched_scores(terms, term_ids, weights, mask), k)
 
     def __len__(self) -> int:
         return self._n_live
@@ -368,6 +366,12 @@ class KeywordSnapshot:
             return []
         docs, scores = self.postings.top_k(list(query_term_ids), k, candidate_mask=mask)
         return [Hit(int(d), float(s)) for d, s in zip(docs, scores, strict=True)]
+
+
+def top_hits(scores: np.ndarray, k: int) -> list[Hit]:
+    """The k best positive scores of a per-document score array (score desc, then document order)."""
+    docs, top = _rank(scores, k)
+    return [Hit(int(d), float(s)) for d, s in zip(docs, top, strict=True)]
 
 
 def normalize_directory(directory: str) -> str:

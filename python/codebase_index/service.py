@@ -36,7 +36,7 @@ from .graph.refresher import GraphRefresher
 from .graph.store import GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
-from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms
+from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms, top_hits
 from .snapshots import SnapshotCache, Source
 from .store import SkippedRow, Store, StoreError
 from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
@@ -94,12 +94,27 @@ def fuse(
     keyword_hits: Sequence[Hit],
     semantic_hits: Sequence[Hit],
     config: Config,
+    keyword_scores: np.ndarray | None = None,
 ) -> list[Hit]:
     """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
-    may be empty), final order out: fusion, then the code-aware rerank of `rerank.rank_hits`."""
+    may be empty), final order out: fusion, then the code-aware rerank of `rerank.rank_hits`.
+    `keyword_scores` (every document's keyword score) lets fusion score vector candidates that are
+    outside the keyword top list."""
     from .rerank import rank_hits
 
-    return [Hit(d, s) for d, s in rank_hits(query, snap, keyword_hits, semantic_hits, config.search)]
+    def keyword_score(docs: Sequence[int]) -> list[float]:
+        assert keyword_scores is not None
+        return keyword_scores[np.asarray(docs, dtype=np.int64)].tolist()
+
+    ranked = rank_hits(
+        query,
+        snap,
+        keyword_hits,
+        semantic_hits,
+        config.search,
+        keyword_score=keyword_score if keyword_scores is not None else None,
+    )
+    return [Hit(d, s) for d, s in ranked]
 
 
 class Engine:
@@ -446,12 +461,14 @@ class Engine:
         mask = snap.candidate_mask(filters or Filters())
         pool = max(CANDIDATE_POOL, top_k * 3, self.config.search.rerank_top_n)
         keyword_hits: list[Hit] = []
+        keyword_scores: np.ndarray | None = None  # every document's, for fusion (see rerank._fused)
         if mode != "semantic":
             terms = query_terms(query)
             ids = self.store.term_ids(terms)
             term_ids = [ids[t] for t in terms if t in ids]
-            found = snap.enriched_hits(terms, term_ids, pool, FieldWeights(), mask)
-            keyword_hits = [Hit(d, s) for d, s in found]
+            if terms and len(snap.docs):
+                keyword_scores = snap.enriched_scores(terms, term_ids, FieldWeights(), mask)
+                keyword_hits = [Hit(d, s) for d, s in top_hits(keyword_scores, pool)]
         if mode == "keyword":
             ranked = self._external_rerank(query, snap, fuse(query, snap, keyword_hits, [], self.config))
             return self._response(query, "keyword", top_k, snap, ranked[:top_k])
@@ -462,7 +479,7 @@ class Engine:
         if mode == "semantic":
             return self._response(query, "semantic", top_k, snap, semantic_hits[:top_k])
         fused = self._external_rerank(
-            query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config)
+            query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config, keyword_scores)
         )
         fused = fused[:top_k]
         strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
