@@ -65,6 +65,7 @@ class _Resolver:
         self._memo: dict[tuple[str, str, str], _Found] = {}
         self._busy: set[tuple[str, str, str]] = set()
         self._module_memo: dict[tuple[str, str, str], list[_Module]] = {}
+        self._member_memo: dict[str, list[Definition]] = {}
         for f in files:
             quals: dict[str, list[Definition]] = defaultdict(list)
             for d in f.definitions:
@@ -512,8 +513,15 @@ class _Resolver:
                 return [], "external"  # a type the repo does not define: `String::from`, `Math.max`
         if static:
             return [], "external"  # an explicit path the repo does not define
-        cands = [d for d in self.by_name.get(name, []) if self._is_member(d)]
+        cands = self._members_named(name)
         return (list(cands), "name") if cands else ([], None)
+
+    def _members_named(self, name: str) -> list[Definition]:
+        """Every definition `obj.name()` can reach by name alone (memoised: hot in large repos)."""
+        found = self._member_memo.get(name)
+        if found is None:
+            found = self._member_memo[name] = [d for d in self.by_name.get(name, []) if self._is_member(d)]
+        return found
 
     def _is_member(self, d: Definition) -> bool:
         """Can `obj.name()` reach d? Methods, and in JS/TS functions stored on objects."""
@@ -540,52 +548,76 @@ def resolve_with_stats(
     sites to those in these paths (every file still serves as a target): incremental re-resolution.
     """
     r = _Resolver(files)
-    stats = ResolveStats()
+    counts = dict.fromkeys(("references", "imports", "external", "unresolved", "too_ambiguous"), 0)
+    counts.update(dict.fromkeys(_RANK, 0))
+    ambiguous = 0
     edges: list[Edge] = []
-    seen: set[tuple[str, str, int, str, str, int]] = set()
     for f in files:
         if only is not None and f.path not in only:
             continue
         spec = language_spec(f.language)
         if spec is None:
             continue
+        path = f.path
+        # One file repeats call sites (`self.assertEqual` hundreds of times): resolve each shape once. The
+        # caller matters only where the scope is searched (bare calls, `super`).
+        memo: dict[tuple[str, str | None, str | None, bool, str | None], tuple[list[Definition], str]] = {}
+        seen: set[tuple[str, int, str, str, int]] = set()
+        counts["references"] += len(f.references)
         for ref in f.references:
-            stats.references += 1
             if ref.kind == "import":
-                stats.imports += 1
+                counts["imports"] += 1
                 continue
-            stats.calls += 1
-            targets, conf = r.resolve_call(
-                f, spec, ref.name, ref.receiver, ref.receiver_type, ref.caller, ref.kind
+            receiver = ref.receiver
+            scoped = receiver is None or receiver in spec.super_names
+            key = (
+                ref.name,
+                receiver,
+                ref.receiver_type,
+                ref.kind == "method_call",
+                ref.caller if scoped else None,
             )
-            defs = [t for t in targets if isinstance(t, Definition)]
-            if not defs or conf not in _RANK:
-                if conf == "external":
-                    stats.external += 1
-                else:
-                    stats.unresolved += 1
-                continue
-            if conf == "name" and max_candidates is not None and len(defs) > max_candidates:
-                stats.too_ambiguous += 1
-                continue
-            if conf == "exact":
-                stats.exact += 1
-            elif conf == "import":
-                stats.via_import += 1
-            else:
-                stats.by_name += 1
-            if len(defs) > 1:
-                stats.ambiguous += 1
-            caller = ref.caller or MODULE_CALLER
-            for d in defs:
-                key = (caller, f.path, ref.line, d.qualified, d.path, d.start_line)
-                if key in seen:
-                    continue
-                seen.add(key)
-                edges.append(
-                    Edge(caller, f.path, ref.line, d.qualified, d.path, d.start_line, conf, len(defs))
+            found = memo.get(key)
+            if found is None:
+                targets, conf = r.resolve_call(
+                    f, spec, ref.name, receiver, ref.receiver_type, ref.caller, ref.kind
                 )
-    stats.edges = len(edges)
+                defs = [t for t in targets if isinstance(t, Definition)]
+                if not defs or conf not in _RANK:
+                    outcome = "external" if conf == "external" else "unresolved"
+                elif conf == "name" and max_candidates is not None and len(defs) > max_candidates:
+                    outcome = "too_ambiguous"
+                else:
+                    outcome = conf
+                found = memo[key] = (defs, outcome)
+            defs, outcome = found
+            counts[outcome] += 1
+            if outcome not in _RANK:
+                continue
+            n = len(defs)
+            if n > 1:
+                ambiguous += 1
+            caller = ref.caller or MODULE_CALLER
+            line = ref.line
+            for d in defs:
+                edge_key = (caller, line, d.qualified, d.path, d.start_line)
+                if edge_key in seen:
+                    continue
+                seen.add(edge_key)
+                edges.append(Edge(caller, path, line, d.qualified, d.path, d.start_line, outcome, n))
+    stats = ResolveStats(
+        references=counts["references"],
+        imports=counts["imports"],
+        calls=counts["references"] - counts["imports"],
+        exact=counts["exact"],
+        via_import=counts["import"],
+        by_name=counts["name"],
+        ambiguous=ambiguous,
+        too_ambiguous=counts["too_ambiguous"],
+        external=counts["external"],
+        unresolved=counts["unresolved"],
+        edges=len(edges),
+    )
     return edges, stats
 
 
