@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from tree_sitter_language_pack import get_parser
 
 from codebase_index.graph import (
@@ -12,6 +13,9 @@ from codebase_index.graph import (
     Reference,
     extract_file,
 )
+from codebase_index.graph.extract import extract_rows
+from codebase_index.graph.languages import DEF, IMPORT, REF, query_plan
+from codebase_index.graph.store import encode_graph, encode_rows
 
 
 def defs(g: FileGraph) -> dict[str, tuple[str, int, int]]:
@@ -314,3 +318,27 @@ def test_records_are_plain_msgspec_structs() -> None:
     r = Reference("f", "self", "method_call", "a.py", 2, "A.g")
     b = ImportBinding("x", "m", None, "a.py", 1)
     assert d.bases == () and r.receiver_type is None and b.imported is None
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "language"),
+    [
+        ("pkg/mod.py", PY, "python"),
+        ("src/app.ts", TS, "typescript"),
+        ("store/store.go", GO, "go"),
+        ("src/engine.rs", RS, "rust"),
+        ("src/com/acme/App.java", JAVA, "java"),
+    ],
+)
+def test_indexing_rows_store_exactly_what_the_records_hold(path: str, source: str, language: str) -> None:
+    # The indexer stores extract_rows' tuples directly; they must encode to the same bytes as the records.
+    rows = extract_rows(path, source, language)
+    assert rows is not None and rows.references and rows.definitions
+    assert encode_rows(rows) == encode_graph(extract_file(path, source, language))
+
+
+def test_every_query_pattern_has_one_role() -> None:
+    for language in SUPPORTED_LANGUAGES:
+        query, roles = query_plan(language)
+        assert len(roles) == query.pattern_count
+        assert {role for role, _, _ in roles} >= {DEF, REF, IMPORT}

@@ -203,3 +203,30 @@ def test_real_repository_requests() -> None:
     assert ("Session.send", "Session.get_adapter", "sessions.py", "exact") in edges
     # models.PreparedRequest.prepare_url calls requote_uri imported from .utils
     assert ("PreparedRequest.prepare_url", "requote_uri", "utils.py", "import") in edges
+
+
+def test_repeated_bare_calls_resolve_per_enclosing_scope() -> None:
+    # Call sites are resolved once per shape and file; a bare call's scope is part of its shape.
+    source = (
+        "def outer():\n"
+        "    def helper():\n"
+        "        pass\n"
+        "    helper()\n"
+        "    helper()\n"
+        "\n"
+        "def other():\n"
+        "    helper()\n"
+        "\n"
+        "def helper():\n"
+        "    pass\n"
+        "\n"
+        "helper()\n"
+    )
+    edges, stats = resolve_with_stats([extract_file("pkg/m.py", source, "python")])
+    assert edge_set(edges) == {
+        ("outer", "outer.helper", "pkg/m.py", "exact"),
+        ("other", "helper", "pkg/m.py", "exact"),
+        (MODULE_CALLER, "helper", "pkg/m.py", "exact"),
+    }
+    assert sorted(e.line for e in edges if e.caller == "outer") == [4, 5]
+    assert stats.calls == 4 and stats.exact == 4
