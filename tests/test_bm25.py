@@ -526,3 +526,13 @@ def test_large_term_ids_sort_correctly() -> None:
         np.testing.assert_array_equal(large.scores([term]), compact.scores([small_id]))
         assert large.doc_freqs[term] == compact.doc_freqs[small_id]
     assert large.doc_freqs.sum() == compact.doc_freqs.sum() == 8
+
+
+def test_inflections_share_the_stem_and_skip_short_or_code_words() -> None:
+    assert "task" in bm25.inflections("tasks")
+    forms = bm25.inflections("scheduled")
+    assert {"schedule", "scheduling", "schedules"} <= set(forms)
+    assert "scheduled" not in forms  # never the word itself
+    assert all(bm25.stem(f) == bm25.stem("scheduled") for f in forms)
+    assert "routes" not in bm25.inflections("router")  # another stem: route vs router
+    assert bm25.inflections("io") == () and bm25.inflections("utf8") == () and bm25.inflections("a_b") == ()

@@ -12,6 +12,7 @@ import pytest
 from codebase_index.config import Config, RerankerConfig, SearchConfig
 from codebase_index.rerank import (
     CASE_FOLDED_DEFINITION,
+    INFLECTION_WEIGHT,
     Candidate,
     Penalties,
     RankParams,
@@ -24,6 +25,7 @@ from codebase_index.rerank import (
     fuse_rrf,
     fuse_weighted,
     identifier_keyword_weight,
+    keyword_query,
     merge_external,
     path_score,
     profile_query,
@@ -467,6 +469,33 @@ def _project(root: Path) -> Path:
     )
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
+
+
+def test_keyword_query_adds_inflections_for_descriptions_only() -> None:
+    terms, weights = keyword_query("scheduled tasks")
+    assert terms[:2] == ["scheduled", "tasks"] and weights[:2] == [1.0, 1.0]
+    extra = dict(zip(terms[2:], weights[2:], strict=True))
+    assert {"schedule", "task"} <= extra.keys()
+    assert set(extra.values()) == {INFLECTION_WEIGHT}
+    assert len(terms) == len(set(terms))
+    # Literal queries are matched as typed.
+    assert keyword_query("TaskScheduler")[0] == ["taskscheduler", "task", "scheduler"]
+    assert "task" not in keyword_query("tasks must not be empty")[0]  # an error message
+
+
+def test_search_finds_the_singular_identifier_of_a_plural_question(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "queue.py").write_text(
+        "def enqueue(task, scheduler):\n    scheduler.schedule(task)\n    return task\n"
+    )
+    (root / "src" / "other.py").write_text("def render(page):\n    return page.title\n")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    engine = Engine(root, index_path=tmp_path / "index")
+    engine.index()
+    results = engine.search("how are tasks scheduled", mode="keyword").results
+    assert results and results[0].path == "src/queue.py"  # the words only occur as `task`, `schedule`
+    engine.close()
 
 
 def test_path_field_finds_a_file_named_after_the_query(tmp_path: Path) -> None:

@@ -83,6 +83,37 @@ def test_overlay_scores_equal_a_full_rebuild_when_lengths_do_not_matter(seed: in
             assert got[key] == pytest.approx(score, rel=1e-5), (query, key)
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_weighted_terms_scale_their_share_in_base_and_overlay_alike(seed: int) -> None:
+    """A term at weight w adds w times its unweighted score, in every field; an overlay agrees with a
+    full rebuild under weights too."""
+    rng = random.Random(seed)
+    vocab = Vocabulary()
+    before = _corpus(rng, 30)
+    after = dict(before)
+    changed = rng.sample(sorted(before), 4)
+    for path in changed:
+        after[path] = [" ".join(rng.choices(WORDS, k=6))]
+    base = KeywordSnapshot(_rows(before, vocab), k1=1.2, b=0.0)
+    overlay = base.overlay(changed, _rows({p: after[p] for p in changed}, vocab, first_id=10_000))
+    full = KeywordSnapshot(_rows(after, vocab), k1=1.2, b=0.0)
+    fields = FieldWeights(path=1.0, symbol=1.0, file=0.0)
+    terms = ["token", "cache"]
+    ids = [vocab.get(t) or 0 for t in terms]
+    for snap in (base, overlay, full):
+        one = snap.enriched_scores(["token"], ids[:1], fields)
+        two = snap.enriched_scores(["cache"], ids[1:], fields)
+        weighted = snap.enriched_scores(terms, ids, fields, None, [1.0, 0.5], [1.0, 0.5])
+        assert np.allclose(weighted, one + 0.5 * two, rtol=1e-5, atol=1e-6)
+    got = _by_key(overlay, overlay.enriched_scores(terms, ids, fields, None, [1.0, 0.25], [1.0, 0.25]))
+    want = _by_key(full, full.enriched_scores(terms, ids, fields, None, [1.0, 0.25], [1.0, 0.25]))
+    assert got.keys() == want.keys()
+    for key, score in want.items():
+        assert got[key] == pytest.approx(score, rel=1e-5), key
+    with pytest.raises(ValueError, match="parallel"):
+        base.enriched_scores(terms, ids, fields, None, [1.0], None)
+
+
 def test_overlay_never_returns_tombstoned_docs_and_keeps_base_numbering() -> None:
     vocab = Vocabulary()
     base = KeywordSnapshot(_rows({"a.py": ["alpha shared"], "b.py": ["beta shared", "gamma"]}, vocab))

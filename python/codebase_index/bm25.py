@@ -42,8 +42,10 @@ __all__ = [
     "count_terms",
     "fuse_ranked",
     "idf",
+    "inflections",
     "reciprocal_rank_fusion",
     "split_identifier",
+    "stem",
     "tokenize",
     "tokenize_counts",
     "tokenize_query",
@@ -174,6 +176,62 @@ def tokenize_query(text: str) -> list[str]:
     tokens = tokenize(text)
     kept = [t for t in tokens if t not in QUERY_STOP_WORDS]
     return kept or tokens
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def stem(word: str) -> str:
+    """A light English/code stemmer so that `redirects`, `redirected`, `redirecting` and `redirect` meet.
+
+    Deliberately crude (suffix stripping only, never below 3 letters): it is used to compare query words
+    with path and symbol parts, not to build the index.
+
+    >>> [stem(w) for w in ("redirects", "following", "parsed", "parse", "handlers", "dispatches", "class")]
+    ['redirect', 'follow', 'pars', 'pars', 'handler', 'dispatch', 'class']
+    >>> [stem(w) for w in ("policy", "policies", "cookie", "cookies", "is")]
+    ['polici', 'polici', 'cooki', 'cooki', 'is']
+    """
+    w = word.lower()
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            if suffix == "s" and w.endswith("ss"):
+                break
+            if suffix == "es" and not w.endswith(("shes", "ches", "xes", "sses", "zes")):
+                w = w[:-1]
+            elif suffix == "ies":
+                w = w[:-3] + "i"
+            else:
+                w = w[: -len(suffix)]
+            break
+    if len(w) > 4 and w[-1] in "ey":
+        w = w[:-1] + ("i" if w[-1] == "y" else "")
+    return w
+
+
+# Endings tried on a word's stem to find its other inflections (`tasks` -> task, `scheduled` -> schedule,
+# scheduling); only candidates with the word's own stem are kept.
+_INFLECTION_ENDINGS = ("", "e", "s", "es", "ed", "d", "ing", "er", "ers", "ion", "ions", "y", "ies")
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def inflections(word: str) -> tuple[str, ...]:
+    """Other inflections of an English word that share its `stem`, as candidates to look up in a
+    vocabulary (most will not occur): natural-language queries say "tasks" and "scheduled" where code
+    says `task` and `schedule`. Words under 4 letters or with digits/underscores give none.
+
+    >>> inflections("tasks")[:3]
+    ('task', 'taske', 'tasked')
+    >>> "schedule" in inflections("scheduled") and "scheduling" in inflections("scheduled")
+    True
+    >>> inflections("io"), inflections("utf8")
+    ((), ())
+    """
+    if len(word) < 4 or not word.isalpha():
+        return ()
+    base = stem(word)
+    roots = {base, word[:-1] if word.endswith("s") else word}
+    found = {root + ending for root in roots for ending in _INFLECTION_ENDINGS}
+    found.discard(word)
+    return tuple(sorted(f for f in found if stem(f) == base))
 
 
 def tokenize_counts(text: str) -> dict[str, int]:

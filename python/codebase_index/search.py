@@ -90,9 +90,15 @@ class _Field:
             tfs.append(np.fromiter(counts.values(), dtype=np.int32, count=len(counts)))
         self.index = PostingsIndex.from_documents(ids, tfs, vocab_size=max(1, len(self.vocab)), k1=1.2, b=0.0)
 
-    def scores(self, terms: Sequence[str]) -> np.ndarray | None:
-        ids = [self.vocab[t] for t in terms if t in self.vocab]
-        return self.index.scores(ids) if ids else None
+    def scores(self, terms: Sequence[str], weights: Sequence[float] | None = None) -> np.ndarray | None:
+        """Field BM25 of the terms (each weighted when `weights`, parallel to `terms`, is given)."""
+        ws = weights if weights is not None else [1.0] * len(terms)
+        found = [(self.vocab[t], w) for t, w in zip(terms, ws, strict=True) if t in self.vocab]
+        if not found:
+            return None
+        return self.index.scores(
+            [i for i, _ in found], [w for _, w in found] if weights is not None else None
+        )
 
 
 class KeywordSnapshot:
@@ -175,13 +181,24 @@ class KeywordSnapshot:
         term_ids: Sequence[int],
         weights: FieldWeights,
         mask: np.ndarray | None = None,
+        term_weights: Sequence[float] | None = None,
+        id_weights: Sequence[float] | None = None,
     ) -> np.ndarray:
-        """Content BM25 of every chunk plus the weighted path, symbol and whole-file fields."""
-        scores = self.postings.scores(term_ids) if term_ids else np.zeros(len(self.docs), np.float32)
+        """Content BM25 of every chunk plus the weighted path, symbol and whole-file fields.
+
+        `term_weights` (parallel to `terms`) and `id_weights` (parallel to `term_ids`) weigh each query
+        term's contribution (None: all 1.0), e.g. inflections the query did not type."""
+        if (term_weights is not None and len(term_weights) != len(terms)) or (
+            id_weights is not None and len(id_weights) != len(term_ids)
+        ):
+            raise ValueError("term weights must be parallel to the terms (and id weights to the ids)")
+        scores = (
+            self.postings.scores(term_ids, id_weights) if term_ids else np.zeros(len(self.docs), np.float32)
+        )
         if weights.path or weights.symbol or weights.file:
             paths, symbols, files = self.fields()
             if weights.file and term_ids:
-                per_file = files.scores(term_ids)
+                per_file = files.scores(term_ids, id_weights)
                 top_file = float(per_file.max())
                 if top_file > 0:
                     # Only chunks that match themselves are lifted: a file's relevance should not
@@ -189,9 +206,9 @@ class KeywordSnapshot:
                     scale = weights.file * (float(scores.max()) or 1.0) / top_file
                     lift = np.float32(scale) * per_file[self.doc_file]
                     scores = scores + np.where(scores > 0, lift, np.float32(0.0))
-            if weights.path and (found := paths.scores(terms)) is not None:
+            if weights.path and (found := paths.scores(terms, term_weights)) is not None:
                 scores = scores + np.float32(weights.path) * found[self.doc_file]
-            if weights.symbol and (found := symbols.scores(terms)) is not None:
+            if weights.symbol and (found := symbols.scores(terms, term_weights)) is not None:
                 scores = scores + np.float32(weights.symbol) * found
         if mask is not None:
             scores = np.where(mask, scores, np.float32(0.0))
@@ -430,15 +447,20 @@ class _Layered:
         self.live_docs = base.n_docs - int(dead.shape[0]) + delta.n_docs
         self.vocab_size = max(base.vocab_size, delta.vocab_size)
 
-    def scores_pairs(self, pairs: Sequence[tuple[int | None, int | None]]) -> np.ndarray:
-        """Scores for query terms given as (id in base, id in delta) pairs (None: absent there)."""
+    def scores_pairs(
+        self, pairs: Sequence[tuple[int | None, int | None]], weights: Sequence[float] | None = None
+    ) -> np.ndarray:
+        """Scores for query terms given as (id in base, id in delta) pairs (None: absent there), each
+        weighted by `weights` (parallel to `pairs`; None: 1.0)."""
         base_df = self.base.doc_freqs
         delta_df = self.delta.doc_freqs
         b_ids: list[int] = []
         b_w: list[float] = []
         d_ids: list[int] = []
         d_w: list[float] = []
-        for bid, did in pairs:
+        for (bid, did), weight in zip(
+            pairs, weights if weights is not None else [1.0] * len(pairs), strict=True
+        ):
             in_base = bid is not None and 0 <= bid < self.base.vocab_size
             in_delta = did is not None and 0 <= did < self.delta.vocab_size
             df = (int(base_df[bid]) - self.dead_df.get(bid, 0) if in_base and bid is not None else 0) + (
@@ -449,10 +471,10 @@ class _Layered:
             new_idf = float(_layered_idf(self.live_docs, np.array([df], np.float64))[0])
             if in_base and bid is not None and base_df[bid] > 0:
                 b_ids.append(bid)
-                b_w.append(new_idf / float(self.base.idf[bid]))
+                b_w.append(weight * new_idf / float(self.base.idf[bid]))
             if in_delta and did is not None and delta_df[did] > 0:
                 d_ids.append(did)
-                d_w.append(new_idf / float(self.delta.idf[did]))
+                d_w.append(weight * new_idf / float(self.delta.idf[did]))
         out = np.zeros(self.n_docs, dtype=np.float32)
         if b_ids:
             out[: self.base.n_docs] = self.base.scores(b_ids, b_w)
@@ -461,9 +483,13 @@ class _Layered:
             out[self.base.n_docs :] = self.delta.scores(d_ids, d_w)
         return out
 
-    def scores(self, term_ids: Iterable[int]) -> np.ndarray:
-        """Scores for term ids shared by base and delta (the store's vocabulary)."""
-        return self.scores_pairs([(t, t) for t in dict.fromkeys(term_ids)])
+    def scores(self, term_ids: Iterable[int], weights: Iterable[float] | None = None) -> np.ndarray:
+        """Scores for term ids shared by base and delta (the store's vocabulary), optionally weighted
+        (parallel to `term_ids`; a repeated id then counts once per occurrence, as in PostingsIndex)."""
+        if weights is None:
+            return self.scores_pairs([(t, t) for t in dict.fromkeys(term_ids)])
+        ids, ws = list(term_ids), list(weights)
+        return self.scores_pairs([(t, t) for t in ids], ws)
 
     def top_k(
         self, term_ids: Iterable[int], k: int, candidate_mask: np.ndarray | None = None
@@ -486,7 +512,12 @@ class _LayeredField:
         self.delta = delta
         self.layered = _Layered(base.index, dead, _distinct_counts(dead_ids), delta.index)
 
-    def scores(self, terms: Sequence[str]) -> np.ndarray | None:
-        pairs = [(self.base.vocab.get(t), self.delta.vocab.get(t)) for t in terms]
-        pairs = [p for p in pairs if p != (None, None)]
-        return self.layered.scores_pairs(pairs) if pairs else None
+    def scores(self, terms: Sequence[str], weights: Sequence[float] | None = None) -> np.ndarray | None:
+        ws = weights if weights is not None else [1.0] * len(terms)
+        found = [
+            ((self.base.vocab.get(t), self.delta.vocab.get(t)), w) for t, w in zip(terms, ws, strict=True)
+        ]
+        found = [(p, w) for p, w in found if p != (None, None)]
+        if not found:
+            return None
+        return self.layered.scores_pairs([p for p, _ in found], [w for _, w in found])

@@ -36,7 +36,7 @@ from .graph.refresher import GraphRefresher
 from .graph.store import GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
-from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, query_terms, top_hits
+from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, top_hits
 from .snapshots import SnapshotCache, Source
 from .store import SkippedRow, Store, StoreError
 from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
@@ -463,11 +463,16 @@ class Engine:
         keyword_hits: list[Hit] = []
         keyword_scores: np.ndarray | None = None  # every document's, for fusion (see rerank._fused)
         if mode != "semantic":
-            terms = query_terms(query)
+            from .rerank import keyword_query
+
+            terms, term_weights = keyword_query(query)
             ids = self.store.term_ids(terms)
             term_ids = [ids[t] for t in terms if t in ids]
+            id_weights = [w for t, w in zip(terms, term_weights, strict=True) if t in ids]
             if terms and len(snap.docs):
-                keyword_scores = snap.enriched_scores(terms, term_ids, FieldWeights(), mask)
+                keyword_scores = snap.enriched_scores(
+                    terms, term_ids, FieldWeights(), mask, term_weights, id_weights
+                )
                 keyword_hits = [Hit(d, s) for d, s in top_hits(keyword_scores, pool)]
         if mode == "keyword":
             ranked = self._external_rerank(query, snap, fuse(query, snap, keyword_hits, [], self.config))
