@@ -31,6 +31,7 @@ from codebase_index.rerank import (
     profile_query,
     rank,
     rank_hits,
+    shadowed_private,
     stem,
     stem_overlap,
     superseded_dirs,
@@ -371,6 +372,29 @@ def test_rank_hits_demotes_superseded_copies() -> None:
         0,
         3,
     ]
+
+
+def test_shadowed_private_modules() -> None:
+    paths = [
+        "pkg/fields.py",
+        "pkg/_internal/_fields.py",
+        "pkg/_internal/_utils.py",  # no public utils.py: not shadowed
+        "pkg/__init__.py",
+        "cli/termui.py",
+        "cli/_termui_impl.py",
+        "lib/_client.js",
+    ]
+    assert shadowed_private(paths) == {"pkg/_internal/_fields.py", "cli/_termui_impl.py"}
+    assert shadowed_private(["httpx/_client.py", "httpx/_models.py"]) == frozenset()
+
+
+def test_rank_hits_prefers_the_public_module_over_its_private_twin() -> None:
+    rows = [_row(1, "pkg/_internal/_fields.py", "collect_fields"), _row(2, "pkg/fields.py", "FieldInfo")]
+    snap = KeywordSnapshot(rows)
+    keyword = [(0, 5.0), (1, 4.0)]
+    assert [h.doc for h in rank_hits("model fields", snap, keyword, [], SearchConfig())] == [1, 0]
+    off = RankParams(penalties=Penalties(shadowed=1.0))
+    assert [h.doc for h in rank_hits("model fields", snap, keyword, [], SearchConfig(), off)] == [0, 1]
 
 
 def test_file_ranks_and_the_semantic_file_vote() -> None:
