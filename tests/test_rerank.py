@@ -401,7 +401,7 @@ def test_file_ranks_and_the_semantic_file_vote() -> None:
     assert file_ranks([3, 1, 2, 0], ["a", "b", "a", "c"].__getitem__) == {"c": 1, "b": 2, "a": 3}
     rows = [_row(1, "a.py", "one"), _row(2, "b.py", "two"), _row(3, "b.py", "three")]
     snap = KeywordSnapshot(rows)
-    config = SearchConfig(rerank_top_n=0, rrf_k=1)
+    config = SearchConfig(rerank_top_n=0, rrf_k=1, hybrid_weight=0.5)
     keyword = [(0, 3.0), (1, 2.0)]
     semantic = [(2, 0.9), (0, 0.8)]
     # Without the vote doc 0 (first by keyword, second by vector) wins; b.py's best vector rank lifts

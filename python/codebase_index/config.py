@@ -92,9 +92,9 @@ class SearchConfig(_Section, frozen=True):
     include_context: Annotated[
         bool, _m("codebase_search shows each result's code, not only its location")
     ] = True
-    hybrid_weight: Annotated[float, _m("Keyword share in weighted fusion (0 = vectors only)", ge=0, le=1)] = (
-        0.5
-    )
+    hybrid_weight: Annotated[
+        float, _m("Keyword share in fusion, score share or RRF weight (0 = vectors only)", ge=0, le=1)
+    ] = 0.6
     fusion_strategy: Annotated[Literal["rrf", "weighted"], _m("How keyword and vector rankings merge")] = (
         "rrf"
     )
