@@ -231,7 +231,7 @@ def test_rank_lifts_the_definition_over_a_stronger_mention() -> None:
         profile,
     )
     assert [r.doc for r in ranked] == [1, 0]
-    off = RankParams(definition=0.0, stem=0.0, path=0.0)
+    off = RankParams(definition=0.0, symbol_definition=0.0, stem=0.0, path=0.0)
     assert [r.doc for r in rank(_two_mentions(), profile, off)] == [0, 1]
 
 
@@ -239,6 +239,22 @@ def _two_mentions() -> list[Candidate]:
     return [
         Candidate(0, "src/controllers/users.ts", "UsersController.show", "method", 10.0),
         Candidate(1, "src/services/user.ts", "UserService.getUserById", "method", 7.0),
+    ]
+
+
+def test_a_symbol_lookup_puts_the_definition_above_a_stronger_path_match() -> None:
+    cands = [
+        Candidate(1, "routing/path_router.rs", "PathRouter.route", "method", 1.0),
+        Candidate(2, "routing/mod.rs", "Router", "struct", 0.45),
+    ]
+    # The file name says "router" for doc 1; doc 2 defines the queried type.
+    assert next(r.doc for r in rank(cands, profile_query("Router"))) == 2
+    weak = RankParams(symbol_definition=RankParams().definition)
+    assert next(r.doc for r in rank(cands, profile_query("Router"), weak)) == 1
+    # In a description the same two chunks keep the ordinary definition weight.
+    described = rank(cands, profile_query("how the Router dispatches"))
+    assert [r.doc for r in described] == [
+        r.doc for r in rank(cands, profile_query("how the Router dispatches"), weak)
     ]
 
 
