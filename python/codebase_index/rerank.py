@@ -295,6 +295,13 @@ def _same_initial_case(ident: str, name: str) -> bool:
     return first is None or other is None or first.group().isupper() == other.group().isupper()
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _qualified(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Components of a qualified name (`Foo::bar`, `pkg.Foo.bar`, `a->b`) as written and normalised."""
+    components = tuple(c for c in re.split(r"[.:#/]+|->", name) if c)
+    return components, tuple(_normalize_name(c) for c in components)
+
+
 def definition_score(symbol: str, profile: QueryProfile) -> float:
     """1.0 when the chunk defines the queried identifier (last name component, case- and
     underscore-insensitive, but see `CASE_FOLDED_DEFINITION` for the case of its initial), 0.7 when it
@@ -308,14 +315,13 @@ def definition_score(symbol: str, profile: QueryProfile) -> float:
     """
     if not symbol or not profile.identifiers:
         return 0.0
-    components = [c for c in re.split(r"[.:#/]+|->", symbol) if c]
+    components, normalized = _qualified(symbol)
     if not components:
         return 0.0
-    last = _normalize_name(components[-1])
-    normalized = [_normalize_name(c) for c in components]
+    last = normalized[-1]
     best = 0.0
     for ident in profile.identifiers:
-        wanted = [_normalize_name(c) for c in re.split(r"[.:#/]+|->", ident) if c]
+        wanted = _qualified(ident)[1]
         if not wanted:
             continue
         if wanted[-1] == last and (len(wanted) == 1 or normalized[-len(wanted) :] == wanted):
@@ -358,6 +364,12 @@ def _abbreviates(part: str, word: str) -> bool:
     """`part` is a code abbreviation of `word`: a prefix of at least 3 letters, 2+ letters shorter
     (`impl` ~ implementations, `ser` ~ serialization, `cfg` is not caught)."""
     return len(part) >= 3 and len(word) >= len(part) + 2 and word.startswith(part)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _abbreviated_in(parts: frozenset[str], word: str) -> bool:
+    """Some part abbreviates `word` (cached: the same folders and query words recur)."""
+    return any(_abbreviates(part, word) for part in parts)
 
 
 def _compounds(words: Sequence[str]) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -413,9 +425,9 @@ def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> f
         elif s in dir_stems or s in in_dir:
             total += 0.5
         elif abbreviation:
-            if any(_abbreviates(p, s) for p in name_stems):
+            if _abbreviated_in(name_stems, s):
                 total += abbreviation
-            elif any(_abbreviates(p, s) for p in dir_stems):
+            elif _abbreviated_in(dir_stems, s):
                 total += 0.5 * abbreviation
     return total / len(profile.stems)
 
@@ -715,6 +727,7 @@ def rank(
     scale = 1.0 / top if top > 0 else 1.0
     per_chunk: list[tuple[Candidate, float]] = []
     by_file: dict[str, list[float]] = {}
+    per_path: dict[str, tuple[float, float]] = {}  # path -> (path bonus, file penalty): chunks share files
     for c in cands:
         base = max(0.0, c.score * scale)
         bonus = (p.symbol_definition if profile.symbol_query else p.definition) * definition_score(
@@ -722,8 +735,15 @@ def rank(
         )
         if p.stem:
             bonus += p.stem * stem_overlap(c.symbol, profile)
-        bonus += p.path * path_score(c.path, profile, p.path_abbreviation)
-        value = (base + bonus * base**0.5) * file_penalty(c.path, profile, p.penalties)
+        found = per_path.get(c.path)
+        if found is None:
+            found = (
+                p.path * path_score(c.path, profile, p.path_abbreviation),
+                file_penalty(c.path, profile, p.penalties),
+            )
+            per_path[c.path] = found
+        bonus += found[0]
+        value = (base + bonus * base**0.5) * found[1]
         if c.superseded:
             value *= p.penalties.superseded
         if c.shadowed:
