@@ -39,6 +39,7 @@ from codebase_index.rerank import (
 from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, path_field_tokens
 from codebase_index.service import Engine
 from provider_server import closed_port_url, serve, status_fault
+from test_vectors import make_repo, remote_config
 
 # ------------------------------------------------------------------------------------------ query profile
 
@@ -538,6 +539,25 @@ def test_search_finds_the_singular_identifier_of_a_plural_question(tmp_path: Pat
     engine.close()
 
 
+def test_semantic_mode_goes_through_the_code_aware_rank(tmp_path: Path) -> None:
+    # Same text, so the same vector: the vectors tie, and only the rank tells the test file apart.
+    body = "def settle(invoice, amount):\n    return invoice.pay(amount)\n"
+    root = make_repo(tmp_path / "repo", {"lib/tests/test_billing.py": body, "lib/wallet.py": body})
+    with serve(dims=8) as server:
+        engine = Engine(root, remote_config(server.base_url), index_path=tmp_path / "idx")
+        engine.index()
+        engine.embed()
+        snap = engine.snapshot()
+        vecs = engine.vector_snapshot(snap)
+        assert vecs is not None
+        raw = vecs.semantic_hits(engine.query_vector("settle an invoice"), 2)
+        assert [snap.docs[h.doc].path for h in raw] == ["lib/tests/test_billing.py", "lib/wallet.py"]  # a tie
+        found = engine.search("settle an invoice", mode="semantic", top_k=2)
+        assert found.strategy == "semantic"
+        assert [r.path for r in found.results] == ["lib/wallet.py", "lib/tests/test_billing.py"]
+        engine.close()
+
+
 def test_path_field_finds_a_file_named_after_the_query(tmp_path: Path) -> None:
     engine = Engine(_project(tmp_path / "proj"), index_path=tmp_path / "index")
     engine.index()
@@ -550,6 +570,10 @@ def test_path_field_finds_a_file_named_after_the_query(tmp_path: Path) -> None:
     assert "src/redirects.py" in {snap.docs[h.doc].path for h in enriched}
     top = [r.path for r in engine.search("redirect location", mode="keyword").results]
     assert top.index("src/client.py") < top.index("tests/test_client.py")  # the test sinks
+    # Before any vector exists the default (hybrid) search falls back to keywords, ranked the same way.
+    fallback = engine.search("redirect location")
+    assert fallback.strategy == "keyword-fallback"
+    assert [r.path for r in fallback.results] == top
     engine.close()
 
 

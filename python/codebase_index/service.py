@@ -479,10 +479,12 @@ class Engine:
             return self._response(query, "keyword", top_k, snap, ranked[:top_k])
         vecs, notice = self._usable_vectors(snap, required=mode == "semantic")
         if vecs is None:
-            return self._response(query, "keyword-fallback", top_k, snap, keyword_hits[:top_k], notice)
+            ranked = self._external_rerank(query, snap, fuse(query, snap, keyword_hits, [], self.config))
+            return self._response(query, "keyword-fallback", top_k, snap, ranked[:top_k], notice)
         semantic_hits = vecs.semantic_hits(self.query_vector(query), pool, mask)
         if mode == "semantic":
-            return self._response(query, "semantic", top_k, snap, semantic_hits[:top_k])
+            ranked = self._external_rerank(query, snap, fuse(query, snap, [], semantic_hits, self.config))
+            return self._response(query, "semantic", top_k, snap, ranked[:top_k])
         fused = self._external_rerank(
             query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config, keyword_scores)
         )
