@@ -36,11 +36,13 @@ def test_runs_landing_between_plan_and_apply_stay_pending(engine: Engine, repo: 
     graphs = GraphStore(store.conn)
     (repo / "util.py").write_text("\n\n" + UTIL)
     engine.indexer(engine.root).run_paths("main", ["util.py"])
+    engine.graphs.extract(workers=0)
     plan = graphs.plan_refresh("main")
     assert plan is not None and plan.only == {"util.py", "app.py"}
     # Another save lands while the plan was being resolved: app.py gains a second call.
     (repo / "app.py").write_text((repo / "app.py").read_text() + "\n\ndef again():\n    return helper(9)\n")
     engine.indexer(engine.root).run_paths("main", ["app.py"])
+    engine.graphs.extract(workers=0)  # its extraction marks land after the plan too
     with store.write_lock(), store.transaction():
         done = graphs.apply_refresh("main", plan)
     assert done is not None and done.mode == "incremental"

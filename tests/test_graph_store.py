@@ -139,7 +139,9 @@ def test_path_level_updates_keep_edges_right(engine: Engine, repo: Path) -> None
     report = indexer.run_paths(engine.branch(), ["util.py"])
     assert report.graph is None, "a path-level run only marks the graph; edges are resolved after it"
     assert not GraphStore(engine.store.conn).is_fresh(engine.branch())
-    refresh = engine.graphs.refresh(engine.branch())
+    assert GraphStore(engine.store.conn).extraction_counts(engine.branch())["pending"] == 1
+    extracted, refresh = engine.finish_graph()
+    assert extracted.extracted == 1 and extracted.unavailable == 0
     assert refresh is not None and refresh.mode == "incremental" and refresh.files_resolved == 2
     assert GraphStore(engine.store.conn).is_fresh(engine.branch())
     assert ("run", "app.py", 5, "helper", "util.py", 2, "import") in edges(engine)

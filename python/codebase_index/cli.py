@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from .format import duration, format_embeddings
+from .format import duration, format_embeddings, format_graph_status
 from .models import CHUNK_KINDS
 from .search import Filters
 
@@ -118,7 +118,7 @@ def cmd_index(args: argparse.Namespace) -> int:
     engine = _engine(args)
     embed_line = ""
     try:
-        report = engine.index(force=args.force, progress=Progress(sys.stderr))
+        report = engine.index(force=args.force, progress=Progress(sys.stderr), graph=not args.keyword_only)
         if not args.keyword_only:
             embed_line = _wait_for_embeddings(engine, quiet=args.json)
     finally:
@@ -258,6 +258,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     emb = status.embeddings
     if emb is not None:
         print(f"embeddings:  {format_embeddings(emb)}")
+    if status.graph is not None:
+        print(f"code graph:  {format_graph_status(status.graph)}")
     return EXIT_OK
 
 
@@ -315,7 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true", help="list every skipped file with its reason")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
-        "--keyword-only", action="store_true", help="do not wait for embeddings (the sidecar computes them)"
+        "--keyword-only",
+        action="store_true",
+        help="do not wait for embeddings or the code graph (the sidecar computes both; otherwise the next "
+        "callers/callees/impl command extracts the graph first)",
     )
     p.set_defaults(func=cmd_index)
 

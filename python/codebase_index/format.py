@@ -125,9 +125,27 @@ def format_status(status: Any, *, running: bool = False) -> str:
     ]
     if status.embeddings is not None:
         lines.append("embeddings: " + format_embeddings(status.embeddings))
+    if getattr(status, "graph", None) is not None:
+        lines.append("code graph: " + format_graph_status(status.graph))
     if running:
         lines.append("an index run is in progress")
     return "\n".join(lines)
+
+
+def format_graph_status(g: Any) -> str:
+    """`1204 of 1210 files extracted, 6 pending (2 unavailable: changed on disk), building`."""
+    text = f"{g.extracted} of {g.files} files extracted"
+    if g.pending:
+        text += f", {g.pending} pending"
+        if g.unavailable:
+            text += f" ({g.unavailable} unavailable: changed on disk since indexed)"
+    if g.elsewhere:
+        text += f"; {g.elsewhere} contents pending on other branches"
+    if g.errors:
+        text += f"; {g.errors} failed (stored without a graph, see the log)"
+    if g.building:
+        text += ", building"
+    return text
 
 
 def duration(seconds: float) -> str:

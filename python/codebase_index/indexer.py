@@ -19,15 +19,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import msgspec
-from tree_sitter import Tree
 
 from . import files as discovery
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
 from .graph import language_spec
-from .graph.extract import extract_rows
-from .graph.store import EdgeRefresh, EncodedGraph, GraphStore, encode_rows
+from .graph.store import EdgeRefresh, GraphStore
 from .models import DiscoveredFile, SkippedFile
 from .store import ChunkRecord, FileRow, SkippedRow, Store
 
@@ -57,7 +55,8 @@ class IndexReport(msgspec.Struct):
     chunks_added: int
     skipped: dict[str, int]
     seconds: float
-    # Files whose code-graph extraction failed this run (their chunks are indexed; see the log).
+    # Files whose code-graph extraction failed (their chunks are indexed; see the log): filled by the
+    # engine when index() waits for the graph (graph.extractor runs after the keyword write).
     graph_errors: int = 0
     # What the code-graph edge refresh of this run did (None: nothing was written).
     graph: EdgeRefresh | None = None
@@ -95,30 +94,17 @@ def chunk_and_tokenize(path: str, text: str, language: str) -> list[ChunkRecord]
 
 
 class ProcessedFile(msgspec.Struct):
-    """One file's chunks plus its code graph; `graph_error` says why the graph is missing, if it failed."""
+    """One file's chunks. The code graph is extracted later, off the index run (`graph.extractor`)."""
 
     records: list[ChunkRecord]
-    graph: EncodedGraph | None = None
-    graph_error: str = ""
 
 
 def process_file(path: str, text: str, language: str) -> ProcessedFile:
-    """Chunk, tokenize and extract the code graph from the chunker's own parse (one parse per file).
-
-    Files the chunker does not parse (minified code cut into windows) get no graph.
-    """
-    trees: list[Tree] = []
-    on_tree = trees.append if graph_language(language) else None
+    """Chunk and tokenize one file."""
     records = []
-    for span in chunk_text(path, text, language, on_tree=on_tree):
+    for span in chunk_text(path, text, language):
         records.append(ChunkRecord(span, chunk_hash(span.text), dict(Counter(tokenize(span.text)))))
-    if not trees:
-        return ProcessedFile(records)
-    try:
-        rows = extract_rows(path, text, language, trees[0])
-        return ProcessedFile(records, None if rows is None else encode_rows(rows))
-    except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
-        return ProcessedFile(records, None, f"{type(exc).__name__}: {exc}")
+    return ProcessedFile(records)
 
 
 def _chunk_many(items: list[tuple[str, str, str]]) -> list[ProcessedFile]:
@@ -184,7 +170,6 @@ class Indexer:
         self._rescan_clean = False  # the last discover() was a rescan that found every stat unchanged
         # What the last write did to the code graph (edge refresh figures, extraction failures).
         self.last_graph: EdgeRefresh | None = None
-        self._graph_errors = 0
 
     # -- discovery --------------------------------------------------------------------------------------
 
@@ -305,7 +290,6 @@ class Indexer:
         started = time.perf_counter()
         store = self.store
         report = progress or (lambda phase, done, total: None)
-        self._graph_errors = 0
         self.last_graph = None
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
@@ -446,7 +430,6 @@ class Indexer:
             chunks_added=chunks_added,
             skipped=dict(Counter(s.reason for s in skipped)),
             seconds=round(time.perf_counter() - started, 3),
-            graph_errors=self._graph_errors,
             graph=self.last_graph,
         )
 
@@ -465,7 +448,6 @@ class Indexer:
         started = time.perf_counter()
         store = self.store
         report = progress or (lambda phase, done, total: None)
-        self._graph_errors = 0
         self.last_graph = None
         wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
         if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted) or any(
@@ -573,11 +555,6 @@ class Indexer:
         old_names = graphs.content_provides({before[p] for p in [*changed, *removed] if p in before})
         processed = self._chunk_all(list(to_chunk.values()), report)
         chunked = {key: item.records for key, item in processed.items()}
-        self._graph_errors = 0
-        for key, done in processed.items():
-            if done.graph_error:
-                self._graph_errors += 1
-                log.warning("code graph of %s not extracted: %s", to_chunk[key].row.path, done.graph_error)
         vocab = store.vocabulary() if chunked else None
         chunks_added = 0
         total = len(pending)
@@ -596,9 +573,9 @@ class Indexer:
                         store.add_content(
                             item.row.content_key, item.row.language, records, vocab, replace=force
                         )
-                        graph = processed[item.row.content_key].graph
-                        if graph is not None:
-                            graphs.add_content(item.row.content_key, graph, replace=force)
+                        if graph_language(item.row.language):
+                            # Extracted after the run (graph.extractor); the mark commits with the chunks.
+                            graphs.mark_pending([(item.row.content_key, item.row.language)])
                         chunks_added += len(records)
                         del chunked[item.row.content_key]  # one content, stored once
                     store.upsert_file(branch, item.row)

@@ -31,9 +31,10 @@ from .embedder import (
     switch_model,
 )
 from .git import current_branch
-from .graph.query import CallGraph, ImplementationLookup
-from .graph.refresher import GraphRefresher
-from .graph.store import GraphStore
+from .graph.extractor import INLINE_MAX_FILES, ExtractReport
+from .graph.query import CallGraph, ImplementationLookup, incomplete_notice
+from .graph.refresher import GraphRefresher, extraction_running
+from .graph.store import EdgeRefresh, GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
 from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, top_hits
@@ -66,6 +67,21 @@ class IndexStatus(msgspec.Struct):
     size_bytes: int
     last_indexed_at: float | None
     embeddings: EmbeddingStatus | None = None
+    graph: GraphStatus | None = None
+
+
+class GraphStatus(msgspec.Struct):
+    """Code-graph extraction of the branch's files (graph languages only): `pending` wait for the
+    background step, `unavailable` of them had no matching file on disk at the last attempt (changed
+    since: the next run re-indexes them); `elsewhere`: pending contents held only by other branches."""
+
+    files: int
+    extracted: int
+    pending: int
+    unavailable: int
+    elsewhere: int
+    building: bool = False
+    errors: int = 0
 
 
 class SearchResponse(msgspec.Struct, omit_defaults=True):
@@ -160,10 +176,22 @@ class Engine:
 
     @property
     def graphs(self) -> GraphRefresher:
-        """The deferred code-graph refresh of this index (see `graph.refresher`)."""
+        """The deferred code-graph extraction and refresh of this index (see `graph.refresher`)."""
         if self._graphs is None:
-            self._graphs = GraphRefresher(self.index_dir, lambda: self.store)
+            self._graphs = GraphRefresher(self.index_dir, lambda: self.store, catalogs=self._graph_catalogs)
         return self._graphs
+
+    def _graph_catalogs(self) -> list[tuple[str, Path]]:
+        """Catalogs whose pending graph contents are extracted, with the folder their paths are under."""
+        kbs = [(kb.catalog, Path(kb.path)) for kb in self.knowledge_bases() if Path(kb.path).is_dir()]
+        return [(self.branch(), self.root), *kbs]
+
+    def finish_graph(self, progress: ProgressFn | None = None) -> tuple[ExtractReport, EdgeRefresh | None]:
+        """Extract every pending content (all worker processes) and resolve the branch's edges: what
+        one-shot commands wait for so their graph answers are complete."""
+        # Waits for another pass holding the extraction lock, then finishes what it left.
+        extracted = self.graphs.extract(workers=self.workers, progress=progress) or ExtractReport()
+        return extracted, self.graphs.refresh(self.branch())
 
     def close(self) -> None:
         if self._graphs is not None:
@@ -186,9 +214,13 @@ class Engine:
 
     # -- indexing -----------------------------------------------------------------------------------
 
-    def index(self, *, force: bool = False, progress: ProgressFn | None = None) -> IndexReport:
+    def index(
+        self, *, force: bool = False, progress: ProgressFn | None = None, graph: bool = True
+    ) -> IndexReport:
         """Keyword index at once; vectors come from `embed()` (the CLI waits for it, the sidecar runs it
-        in the background). `force` also makes the configured embedding model the index's model."""
+        in the background). `force` also makes the configured embedding model the index's model.
+        The code graph is extracted after the keyword write: in the background in the sidecar, before
+        returning otherwise, or left pending with `graph=False` (the next graph query extracts it)."""
         # The branch is read from .git/HEAD now, before anything is written: after a checkout the
         # new branch's catalog is built under the new name, never under the old one.
         report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
@@ -197,8 +229,9 @@ class Engine:
             # After the keyword write has committed: searchable first, edges next.
             if self.graph_in_background:
                 self.graphs.schedule(self.branch)
-            else:
-                report.graph = self.graphs.refresh(report.branch)
+            elif graph:
+                extracted, report.graph = self.finish_graph(progress)
+                report.graph_errors = extracted.errors
         if report.files_changed or report.files_removed:
             self.maybe_gc()
         provider = self.embedding_provider() if force else None
@@ -700,6 +733,13 @@ class Engine:
             error=self._provider_error,
             last_failure=last_failure,
         )
+        graph = None
+        if graph_enabled():
+            graph = GraphStatus(
+                **GraphStore(store.conn).extraction_counts(branch),
+                building=self.graphs.busy() or extraction_running(self.index_dir),
+                errors=self.graphs.extract_errors,
+            )
         return IndexStatus(
             root=str(self.root),
             index_dir=str(self.index_dir),
@@ -712,6 +752,7 @@ class Engine:
             size_bytes=store.size_on_disk(),
             last_indexed_at=float(last) if last else None,
             embeddings=embeddings,
+            graph=graph,
         )
 
     def skipped_files(self) -> list[SkippedRow]:
@@ -732,7 +773,7 @@ class Engine:
         from .graph.query import call_graph  # validates direction and depth
 
         branch = self.branch()
-        return self._graph_read(
+        found, notice = self._graph_read(
             branch,
             lambda graphs: call_graph(
                 graphs,
@@ -744,14 +785,26 @@ class Engine:
                 limit=limit,
             ),
         )
+        found.incomplete = notice
+        return found
 
-    def _graph_read(self, branch: str, query: Callable[[GraphStore], T]) -> T:
+    def _graph_read(self, branch: str, query: Callable[[GraphStore], T]) -> tuple[T, str | None]:
         """Graph answers come from one state whose edges match its files (refreshed first if a save
-        left them behind); with the graph disabled, from whatever is stored."""
+        left them behind); with the graph disabled, from whatever is stored. While contents wait for
+        extraction, from what is there, with the notice that says how incomplete it is."""
         if not graph_enabled():
-            return query(GraphStore(self.store.conn))
-        self.store  # noqa: B018 (creates the database and schema before the refresher opens it)
-        return self.graphs.read(branch, query)
+            return query(GraphStore(self.store.conn)), None
+        counts = GraphStore(self.store.conn).extraction_counts(branch)
+        # A few saved files: extracting them here costs milliseconds and makes the answer complete.
+        few = 0 < counts["pending"] - counts["unavailable"] <= INLINE_MAX_FILES
+        if few and self.graphs.extract(workers=0, wait=False) is not None:
+            counts = GraphStore(self.store.conn).extraction_counts(branch)
+        if not counts["pending"]:
+            return self.graphs.read(branch, query), None
+        # Extraction still running (or never finished: a killed run): answer from what is there, say so.
+        if counts["pending"] > counts["unavailable"]:
+            self.graphs.schedule(self.branch)
+        return self.graphs.read_as_is(branch, query), incomplete_notice(counts)
 
     def implementation_lookup(self, query: str, *, limit: int = 5) -> ImplementationLookup:
         """Where something is really implemented: definitions first, then search (not tests/docs/stubs)."""
@@ -761,12 +814,14 @@ class Engine:
             return self.search(q, top_k=top_k).results
 
         branch = self.branch()
-        return self._graph_read(
+        found, notice = self._graph_read(
             branch,
             lambda graphs: implementation_lookup(
                 graphs, branch, query, search=search, read=self._read_lines, limit=limit
             ),
         )
+        found.incomplete = notice
+        return found
 
     def _read_lines(self, path: str, start: int, end: int) -> str | None:
         """Lines start..end of a project file as it is on disk now (None when it is gone or unreadable)."""

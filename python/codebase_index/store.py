@@ -23,7 +23,7 @@ import numpy as np
 
 from .models import ChunkSpan
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "codebase.db"
 LOCK_NAME = "writer.lock"
 
@@ -224,8 +224,25 @@ def _v2(conn: sqlite3.Connection) -> None:
     _v1(conn)
 
 
+# Contents of graph languages whose code graph is still to be extracted (codebase_index.graph.extractor):
+# index runs mark them in the transaction that writes their chunks; a background step extracts them.
+# `unavailable`: the last attempt found no file on disk with this content (changed since, another branch).
+GRAPH_PENDING_TABLE = """
+        CREATE TABLE graph_pending (
+            content_key TEXT PRIMARY KEY,
+            language TEXT NOT NULL,
+            unavailable INTEGER NOT NULL DEFAULT 0
+        );
+        """
+
+
+def _v3(conn: sqlite3.Connection) -> None:
+    """Graph extraction leaves the index run: pending marks. Contents extracted in-run are not pending."""
+    _run_idempotent(conn, GRAPH_PENDING_TABLE)
+
+
 # Each entry upgrades the schema by one version; append, never edit a released one.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -437,6 +454,7 @@ class Store:
             self.conn.execute(f"DELETE FROM contents WHERE key IN ({marks})", part)
             self.conn.execute(f"DELETE FROM graph_defs WHERE content_key IN ({marks})", part)
             self.conn.execute(f"DELETE FROM graph_contents WHERE content_key IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM graph_pending WHERE content_key IN ({marks})", part)
         return len(orphans)
 
     def chunk_rows(self, chunk_ids: Sequence[int], branch: str) -> dict[int, list[ChunkRow]]:
@@ -542,6 +560,9 @@ class Store:
                 continue
             self.conn.execute("DELETE FROM chunks WHERE content_key=?", (key,))
             self.conn.execute("DELETE FROM contents WHERE key=?", (key,))
+            self.conn.execute("DELETE FROM graph_defs WHERE content_key=?", (key,))
+            self.conn.execute("DELETE FROM graph_contents WHERE content_key=?", (key,))
+            self.conn.execute("DELETE FROM graph_pending WHERE content_key=?", (key,))
             gone += 1
         return gone
 

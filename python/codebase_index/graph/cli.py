@@ -13,12 +13,17 @@ if TYPE_CHECKING:
 
 
 def _engine(args: argparse.Namespace) -> Engine:
-    """The project's engine, indexing first when there is no index yet (like `search`)."""
+    """The project's engine, indexing first when there is no index yet (like `search`), with the code
+    graph complete: contents an earlier `index --keyword-only` (or a killed run) left pending are
+    extracted first, with a progress line on stderr."""
     from ..cli import Progress, _engine
 
     engine = _engine(args)
+    progress = Progress(sys.stderr, enabled=not args.json)
     if not engine.has_index():
-        engine.index(progress=Progress(sys.stderr, enabled=not args.json))
+        engine.index(progress=progress)
+    else:
+        engine.finish_graph(progress)
     return engine
 
 

@@ -102,6 +102,8 @@ class CallGraph(msgspec.Struct, rename="camel"):
     name_matches: list[CallSite]
     name_match_count: int
     truncated: bool
+    # Set while the code graph is being built: "code graph is being built: N of M files extracted".
+    incomplete: str | None = None
 
 
 class ImplementationHit(msgspec.Struct, rename="camel"):
@@ -270,6 +272,23 @@ class ImplementationLookup(msgspec.Struct, rename="camel"):
     strategy: str
     results: list[ImplementationHit]
     notice: str | None = None
+    # Set while the code graph is being built (definitions may be missing); see CallGraph.incomplete.
+    incomplete: str | None = None
+
+
+def incomplete_notice(counts: dict[str, int]) -> str | None:
+    """What a graph answer says while contents of the branch wait for extraction (None: complete).
+    `counts` as `GraphStore.extraction_counts` gives them."""
+    pending, unavailable = counts["pending"], counts["unavailable"]
+    if not pending:
+        return None
+    done, total = counts["extracted"], counts["files"]
+    if pending > unavailable:
+        return f"code graph is being built: {done} of {total} files extracted"
+    return (
+        f"code graph is incomplete: {done} of {total} files extracted; {unavailable} changed on disk "
+        "since they were indexed (re-index to include them)"
+    )
 
 
 _DEFINITION_KINDS = frozenset(_KIND_RANK) | {"module"}

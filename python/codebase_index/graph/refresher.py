@@ -9,6 +9,9 @@ a save becomes searchable without waiting for cross-file resolution (1.3 s for a
 2. apply: under the writer lock, in one short transaction, replace those files' edges and consume the
    marks the plan read. Marks added by runs that landed during the plan stay pending for the next round.
 
+Before resolving, the same background pass extracts contents the index runs left pending
+(`graph.extractor`: parsing in one worker process, rows written in short transactions).
+
 The guarantee for queries (`read()`): an answer is computed inside one read transaction in which the
 branch has no pending marks, i.e. edges, definitions and files are of the same committed state. Edges may
 lag a save until the background refresh (or the query itself) catches up; they are never a mix.
@@ -16,7 +19,10 @@ lag a save until the background refresh (or the query itself) catches up; they a
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..store import Store, StoreError
+from .extractor import ExtractReport, ProgressFn, extract_pending
 from .store import EdgeRefresh, GraphStore
 
 log = logging.getLogger(__name__)
@@ -32,6 +39,35 @@ T = TypeVar("T")
 # Rounds before giving up when index runs keep landing between a plan and its apply, or a query and its
 # freshness check.
 MAX_ROUNDS = 5
+
+
+EXTRACT_LOCK_NAME = "graph-extract.lock"
+
+
+@contextmanager
+def _extract_flock(index_dir: Path, wait: bool) -> Iterator[bool]:
+    """Whether this caller holds the index's extraction lock (released by the OS if the process dies):
+    two passes over the same pending contents would parse everything twice."""
+    fd = os.open(index_dir / EXTRACT_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+def extraction_running(index_dir: Path) -> bool:
+    """Whether some engine (this process or another) is extracting pending contents of this index now."""
+    if not (index_dir / EXTRACT_LOCK_NAME).exists():
+        return False
+    with _extract_flock(index_dir, wait=False) as mine:
+        return not mine
 
 
 @contextmanager
@@ -47,11 +83,22 @@ class GraphRefresher:
     """Owns the deferred edge refresh of one index: on demand, or in a background thread."""
 
     def __init__(
-        self, index_dir: Path, store: Callable[[], Store], *, lock_wait: float | None = 30.0
+        self,
+        index_dir: Path,
+        store: Callable[[], Store],
+        *,
+        lock_wait: float | None = 30.0,
+        catalogs: Callable[[], list[tuple[str, Path]]] | None = None,
     ) -> None:
         self.index_dir = index_dir
         self._store = store
         self.lock_wait = lock_wait
+        # The catalogs whose pending contents the background pass extracts, each with its root folder.
+        self._catalogs = catalogs
+        self._extract_lock = threading.Lock()
+        self.last_extract: ExtractReport | None = None
+        self.extract_errors = 0  # contents whose extraction failed since start (stored without a graph)
+        self.extracting = False
         self.last: EdgeRefresh | None = None
         self.errors = 0
         self.last_error: str | None = None
@@ -85,6 +132,41 @@ class GraphRefresher:
                 "the code graph could not be brought up to date: another process keeps resolving it"
             )
 
+    def extract(
+        self, *, workers: int = 1, progress: ProgressFn | None = None, wait: bool = True
+    ) -> ExtractReport | None:
+        """Extract the pending contents of the catalogs (see `graph.extractor`). One pass at a time per
+        index, across engines and processes (a flock): with `wait=False`, None when another pass runs."""
+        if self._catalogs is None:
+            return ExtractReport()
+        with self._extract_lock, _extract_flock(self.index_dir, wait) as mine:
+            if not mine:
+                return None
+            self.extracting = True
+            try:
+                report = extract_pending(
+                    self._store(),
+                    self._catalogs(),
+                    workers=workers,
+                    lock_wait=self.lock_wait,
+                    progress=progress,
+                    stop=self._stop,
+                )
+            finally:
+                self.extracting = False
+            self.extract_errors += report.errors
+            self.last_extract = report
+            return report
+
+    def read_as_is(self, branch: str, query: Callable[[GraphStore], T]) -> T:
+        """`query` over what is stored now, in one read transaction, without waiting for extraction or
+        edges (the answer says the graph is incomplete)."""
+        with self._query_lock:
+            if self._querier is None:
+                self._querier = Store.open(self.index_dir)
+            with _read_transaction(self._querier) as graphs:
+                return query(graphs)
+
     def read(self, branch: str, query: Callable[[GraphStore], T]) -> T:
         """`query` run against a state whose edges match its files exactly (refreshing first if needed)."""
         for _ in range(MAX_ROUNDS):
@@ -100,7 +182,8 @@ class GraphRefresher:
     # -- background -------------------------------------------------------------------------------------
 
     def schedule(self, branch: Callable[[], str]) -> None:
-        """Refresh soon in the background thread (started on first use); bursts coalesce."""
+        """Extract pending contents, then refresh edges, soon in the background thread (started on first
+        use); bursts coalesce."""
         self._branch = branch
         if self._thread is None or not self._thread.is_alive():
             self._stop.clear()
@@ -129,6 +212,8 @@ class GraphRefresher:
             branch = self._branch
             try:
                 if branch is not None:
+                    # One worker process parses: the other core stays free for searches.
+                    self.extract(workers=1)
                     self.refresh(branch())
             except Exception as exc:  # reported in status; the next query or save retries
                 self.errors += 1
@@ -136,6 +221,10 @@ class GraphRefresher:
                 log.warning("code graph refresh failed: %s", self.last_error)
             finally:
                 self._busy = False
+
+    def busy(self) -> bool:
+        """A background extraction or refresh is queued or running."""
+        return (self._wake.is_set() or self._busy) and self._thread is not None and self._thread.is_alive()
 
     def close(self) -> None:
         self._stop.set()

@@ -271,6 +271,94 @@ class GraphStore:
                 out.update(row[0] for row in _imports_decoder.decode(blob))
         return out
 
+    # -- pending extraction (index runs mark, graph.extractor extracts) ----------------------------------
+
+    def mark_pending(self, keys: Sequence[tuple[str, str]]) -> None:
+        """(content key, language) pairs to extract later; written in the transaction of their chunks."""
+        self.conn.executemany(
+            """INSERT INTO graph_pending (content_key, language, unavailable) VALUES (?, ?, 0)
+               ON CONFLICT (content_key) DO UPDATE SET unavailable = 0""",
+            list(keys),
+        )
+
+    def pending_files(self, catalog: str) -> dict[str, tuple[str, list[str]]]:
+        """content key -> (language, paths on `catalog` holding it) for every pending content there."""
+        out: dict[str, tuple[str, list[str]]] = {}
+        for key, language, path in self.conn.execute(
+            """SELECT p.content_key, p.language, f.path FROM graph_pending p
+               JOIN files f ON f.content_key = p.content_key WHERE f.branch = ? ORDER BY f.path""",
+            (catalog,),
+        ):
+            out.setdefault(key, (language, []))[1].append(path)
+        return out
+
+    def finish_pending(
+        self, done: Sequence[tuple[str, EncodedGraph | None]], unavailable: Sequence[str]
+    ) -> int:
+        """Store extracted graphs (None: the content has no graph, e.g. minified) and drop their marks;
+        flag `unavailable` ones. Every branch holding a new graph gets its paths marked for re-resolving.
+        Returns how many contents left the pending set."""
+        finished: list[str] = []
+        for key, graph in done:
+            if not self.conn.execute("SELECT 1 FROM graph_pending WHERE content_key=?", (key,)).fetchone():
+                continue  # purged meanwhile (its files changed), or finished by another process
+            if graph is not None:
+                self.add_content(key, graph, replace=True)
+            else:
+                self.delete_contents([key])
+            finished.append(key)
+        self.conn.executemany("DELETE FROM graph_pending WHERE content_key=?", [(k,) for k in finished])
+        self.conn.executemany(
+            "UPDATE graph_pending SET unavailable = 1 WHERE content_key=?", [(k,) for k in unavailable]
+        )
+        by_branch: dict[str, list[str]] = {}
+        for start in range(0, len(finished), _CHUNK):
+            part = finished[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            for branch, path in self.conn.execute(
+                f"SELECT branch, path FROM files WHERE content_key IN ({marks})", part
+            ):
+                by_branch.setdefault(branch, []).append(path)
+        if by_branch:
+            seq = self.next_seq()
+            for branch, paths in by_branch.items():
+                self.mark_dirty(branch, seq, changed=paths)
+        return len(finished)
+
+    def next_seq(self) -> int:
+        """A graph_dirty sequence number above every one handed out before (index runs and extraction)."""
+        row = self.conn.execute("SELECT value FROM meta WHERE key='graph_seq'").fetchone()
+        gen = self.conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
+        seq = max(int(row[0]) if row else 0, int(gen[0]) if gen else 0) + 1
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('graph_seq', ?)", (str(seq),))
+        return seq
+
+    def extraction_counts(self, branch: str) -> dict[str, int]:
+        """Files of `branch` in graph languages: extracted, pending, and pending ones found unavailable;
+        `elsewhere`: pending contents no file of this branch holds (other branches, knowledge bases)."""
+        from .languages import ALIASES, SPECS  # the graph languages
+
+        langs = sorted({*SPECS, *ALIASES})
+        marks = ",".join("?" * len(langs))
+        files, pending, unavailable = self.conn.execute(
+            f"""SELECT COUNT(*), COUNT(p.content_key), COALESCE(SUM(p.unavailable), 0)
+                FROM files f LEFT JOIN graph_pending p ON p.content_key = f.content_key
+                WHERE f.branch = ? AND f.language IN ({marks})""",
+            (branch, *langs),
+        ).fetchone()
+        elsewhere = self.conn.execute(
+            """SELECT COUNT(*) FROM graph_pending p WHERE NOT EXISTS
+               (SELECT 1 FROM files f WHERE f.content_key = p.content_key AND f.branch = ?)""",
+            (branch,),
+        ).fetchone()[0]
+        return {
+            "files": int(files),
+            "extracted": int(files) - int(pending),
+            "pending": int(pending),
+            "unavailable": int(unavailable),
+            "elsewhere": int(elsewhere),
+        }
+
     # -- per-branch edges ---------------------------------------------------------------------------
 
     def edges_state(self, branch: str) -> int | None:

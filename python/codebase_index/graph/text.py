@@ -18,12 +18,15 @@ def _site_line(s: CallSite, upward: bool) -> str:
 
 def format_call_graph(g: CallGraph) -> str:
     if not g.roots:
-        return (
+        text = (
             f"No definition named {g.query!r} in the code graph. Try implementation_lookup or "
             "codebase_search to find the right name."
         )
+        return f"{text}\n({g.incomplete})" if g.incomplete else text
     upward = g.direction == "callers"
     lines = [f"{g.direction.capitalize()} of {g.query} (depth {g.depth}):"]
+    if g.incomplete:
+        lines.append(f"({g.incomplete}; calls from files not extracted yet are missing)")
     lines += [f"  defined: {r.name} [{r.kind}] {r.path}:{r.start_line}  (id {r.symbol_id})" for r in g.roots]
     if g.edges:
         lines.append("Resolved calls (through imports, the same file/package, or a known receiver type):")
@@ -45,9 +48,11 @@ def format_call_graph(g: CallGraph) -> str:
 
 def format_implementation(r: ImplementationLookup) -> str:
     if not r.results:
-        return f"Nothing found for {r.query!r}."
+        return f"Nothing found for {r.query!r}." + (f" ({r.incomplete})" if r.incomplete else "")
     head = "Definitions" if r.strategy == "definition" else "Search results (definitions first)"
     lines = [f"{head} for {r.query!r}:"]
+    if r.incomplete:
+        lines.append(f"({r.incomplete})")
     if r.notice:
         lines.append(f"({r.notice})")
     for hit in r.results:
