@@ -36,7 +36,7 @@ from codebase_index.rerank import (
     stem_overlap,
     superseded_dirs,
 )
-from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, path_field_tokens
+from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, module_path, path_field_tokens
 from codebase_index.service import Engine
 from provider_server import closed_port_url, serve, status_fault
 from test_vectors import make_repo, remote_config
@@ -493,6 +493,18 @@ def test_path_field_tokens_repeat_the_file_name() -> None:
         "redirect",
         "handler",
     ]
+
+
+def test_module_roots_are_named_by_their_folder() -> None:
+    # Rust `mod.rs` and JS/TS `index.*` are imported by the folder's name; Python's __init__ is not.
+    assert module_path("src/routing/mod.rs") == ("src", "routing")
+    assert module_path("lib/router/index.ts") == ("lib", "router")
+    assert module_path("mod.rs") == ("", "mod")  # no folder to stand for
+    assert module_path("pkg/__init__.py") == ("pkg", "__init__")
+    assert path_field_tokens("src/routing/mod.rs") == ["src", "routing", "routing"]
+    middleware = profile_query("how middleware layers are mapped")
+    assert path_score("src/middleware/mod.rs", middleware) > path_score("src/middleware/util.rs", middleware)
+    assert path_score("src/middleware/mod.rs", middleware) == path_score("src/middleware.rs", middleware)
 
 
 def _project(root: Path) -> Path:

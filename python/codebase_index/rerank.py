@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .bm25 import QUERY_STOP_WORDS, inflections, split_identifier, stem, tokenize
-from .search import Hit, KeywordSnapshot, query_terms
+from .search import Hit, KeywordSnapshot, module_path, query_terms
 
 if TYPE_CHECKING:
     from .config import SearchConfig
@@ -351,9 +351,9 @@ def stem_overlap(name: str, profile: QueryProfile) -> float:
 
 @functools.lru_cache(maxsize=1 << 14)
 def _path_parts(path: str) -> tuple[frozenset[str], frozenset[str]]:
-    """Stems of the file name (without extension) and of the directories above it."""
-    head, _, name = path.rpartition("/")
-    base = name.split(".", 1)[0] if not name.startswith(".") else name
+    """Stems of the module name (the file name without extension, or the folder of a module root such as
+    `mod.rs`: see `search.module_path`) and of the directories above it."""
+    head, base = module_path(path)
     return (
         frozenset(stem(p) for p in _name_parts(base)),
         frozenset(stem(p) for p in _name_parts(head)) if head else frozenset(),
@@ -401,8 +401,10 @@ def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> f
 
     >>> path_score("src/requests/sessions.py", profile_query("how sessions persist"))
     0.5
-    >>> path_score("lib/router/index.js", profile_query("router middleware"))
+    >>> path_score("lib/router/layer.js", profile_query("router middleware"))
     0.25
+    >>> path_score("lib/router/index.js", profile_query("router middleware"))  # a module root
+    0.5
     >>> path_score("src/ser/impls.rs", profile_query("implementations"), abbreviation=0.5)
     0.5
     >>> path_score("middleware/realip.go", profile_query("real IP headers"))

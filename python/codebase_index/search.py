@@ -63,14 +63,35 @@ class FieldWeights(msgspec.Struct, frozen=True):
     file: float = 0.6
 
 
+# File names that stand for their folder: the module a language imports by the folder's name (Rust
+# `routing/mod.rs` is `routing`, JS/TS `router/index.js` is `./router`). Python's `pkg/__init__.py` is
+# left out: packages often hold only re-exports there (counting it cost the file-level validation set
+# keyword 0.668 -> 0.666). Benchmark hybrid 0.8705 -> 0.8706 (axum), validation unchanged.
+MODULE_ROOT_NAMES = frozenset({"mod", "index"})
+
+
+def module_path(path: str) -> tuple[str, str]:
+    """(folders, module name) of a file path: the file name without extension, or for a module root
+    (`MODULE_ROOT_NAMES`) the folder it stands for, which then leaves the folders.
+
+    >>> module_path("src/http/redirectHandler.py"), module_path("src/routing/mod.rs")
+    (('src/http', 'redirectHandler'), ('src', 'routing'))
+    """
+    head, _, name = path.rpartition("/")
+    base = name.split(".", 1)[0] if not name.startswith(".") else name
+    if head and base in MODULE_ROOT_NAMES:
+        head, _, base = head.rpartition("/")
+    return head, base
+
+
 def path_field_tokens(path: str) -> list[str]:
-    """Tokens of a path for the path field: directories once, the file name (no extension) twice.
+    """Tokens of a path for the path field: directories once, the module name (the file name without
+    extension, see `module_path`) twice.
 
     >>> path_field_tokens("src/http/redirectHandler.py")
     ['src', 'http', 'redirecthandler', 'redirect', 'handler', 'redirecthandler', 'redirect', 'handler']
     """
-    head, _, name = path.rpartition("/")
-    base = name.split(".", 1)[0] or name
+    head, base = module_path(path)
     return tokenize(head) + tokenize(base) * 2
 
 
