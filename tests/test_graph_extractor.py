@@ -39,7 +39,9 @@ def test_index_run_only_marks_and_the_pass_extracts(engine: Engine) -> None:  # 
     assert report.graph is None
     assert counts(engine) == {"files": 3, "extracted": 0, "pending": 3, "unavailable": 0, "elsewhere": 0}
     assert engine.store.conn.execute("SELECT COUNT(*) FROM graph_contents").fetchone()[0] == 0
+    assert GraphStore(engine.store.conn).has_pending("main")
     extracted, refresh = engine.finish_graph()
+    assert not GraphStore(engine.store.conn).has_pending("main")
     assert (extracted.extracted, extracted.unavailable, extracted.errors) == (3, 0, 0)
     assert refresh is not None and refresh.mode == "full"
     assert counts(engine)["pending"] == 0 and counts(engine)["extracted"] == 3

@@ -794,6 +794,8 @@ class Engine:
         extraction, from what is there, with the notice that says how incomplete it is."""
         if not graph_enabled():
             return query(GraphStore(self.store.conn)), None
+        if not GraphStore(self.store.conn).has_pending(branch):
+            return self.graphs.read(branch, query), None
         counts = GraphStore(self.store.conn).extraction_counts(branch)
         # A few saved files: extracting them here costs milliseconds and makes the answer complete.
         few = 0 < counts["pending"] - counts["unavailable"] <= INLINE_MAX_FILES

@@ -333,6 +333,16 @@ class GraphStore:
         self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('graph_seq', ?)", (str(seq),))
         return seq
 
+    def has_pending(self, branch: str) -> bool:
+        """Whether any file of `branch` waits for extraction (cheap: graph queries ask it every time)."""
+        row = self.conn.execute(
+            # CROSS JOIN: start from the (usually empty) pending table, never from every file of the branch.
+            """SELECT 1 FROM graph_pending p CROSS JOIN files f ON f.content_key = p.content_key
+               WHERE f.branch = ? LIMIT 1""",
+            (branch,),
+        ).fetchone()
+        return row is not None
+
     def extraction_counts(self, branch: str) -> dict[str, int]:
         """Files of `branch` in graph languages: extracted, pending, and pending ones found unavailable;
         `elsewhere`: pending contents no file of this branch holds (other branches, knowledge bases)."""
