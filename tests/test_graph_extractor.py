@@ -69,10 +69,21 @@ def test_rows_and_edges_equal_the_in_run_extraction(language: str, tmp_path: Pat
     root = tmp_path / "repo"
     shutil.copytree(FIXTURES / language, root)
     eng = Engine(root, index_path=tmp_path / "index", workers=1)
+    inline = Engine(root, index_path=tmp_path / "inline", workers=1)
     try:
-        eng.index()
+        eng.index(graph=False)
         graphs = GraphStore(eng.store.conn)
+        assert graphs.extraction_counts(eng.branch())["pending"] >= 2
+        eng.finish_graph()
         assert graphs.extraction_counts(eng.branch())["pending"] == 0
+        inline.index()  # extracted in the run, from the chunker's tree: the same tables
+        for query in (
+            "SELECT * FROM graph_contents ORDER BY content_key",
+            "SELECT * FROM graph_defs ORDER BY content_key, ordinal",
+            "SELECT * FROM graph_edges ORDER BY caller_path, line, callee_path, callee",
+            "SELECT * FROM graph_name_sites ORDER BY caller_path, line, name",
+        ):
+            assert eng.store.conn.execute(query).fetchall() == inline.store.conn.execute(query).fetchall()
         in_memory = []
         checked = 0
         for path in sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()):
@@ -118,6 +129,7 @@ def test_rows_and_edges_equal_the_in_run_extraction(language: str, tmp_path: Pat
         assert stored_edges == expected_edges and stored_edges
     finally:
         eng.close()
+        inline.close()
 
 
 def test_a_file_changed_on_disk_is_not_extracted_until_reindexed(engine: Engine, repo: Path) -> None:  # noqa: F811
@@ -220,11 +232,14 @@ def test_a_killed_extraction_leaves_marks_the_next_pass_finishes(repo: Path, tmp
         eng.close()
 
 
-def test_a_killed_index_run_leaves_marks_with_its_chunks(
+@pytest.mark.parametrize("graph", [False, True])
+def test_a_killed_index_run_leaves_marks_or_graphs_with_its_chunks(
     engine: Engine,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
+    graph: bool,
 ) -> None:
-    """Every content whose chunks committed is either extracted or pending, never neither."""
+    """Every content whose chunks committed is either extracted or pending, never neither: marked for the
+    background pass (graph=False, as the sidecar) or extracted in the run (as the CLI)."""
     from codebase_index import indexer as indexer_module
 
     monkeypatch.setattr(indexer_module, "WRITE_BATCH_FILES", 1)
@@ -239,11 +254,13 @@ def test_a_killed_index_run_leaves_marks_with_its_chunks(
 
     monkeypatch.setattr(engine.store, "upsert_file", upsert_then_fail)
     with pytest.raises(KeyboardInterrupt):
-        engine.index()
+        engine.index(graph=graph)
     conn = engine.store.conn
     with_chunks = {r[0] for r in conn.execute("SELECT key FROM contents")}
     pending = {r[0] for r in conn.execute("SELECT content_key FROM graph_pending")}
-    assert len(with_chunks) == 1 and with_chunks == pending
+    extracted = {r[0] for r in conn.execute("SELECT content_key FROM graph_contents")}
+    assert len(with_chunks) == 1
+    assert (pending, extracted) == ((set(), with_chunks) if graph else (with_chunks, set()))
     monkeypatch.setattr(engine.store, "upsert_file", original)
     engine.index()
     assert counts(engine)["pending"] == 0 and len(edges(engine)) == 2

@@ -19,13 +19,15 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import msgspec
+from tree_sitter import Tree
 
 from . import files as discovery
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
 from .graph import language_spec
-from .graph.store import EdgeRefresh, GraphStore
+from .graph.extract import extract_rows
+from .graph.store import EdgeRefresh, EncodedGraph, GraphStore, encode_rows
 from .models import DiscoveredFile, SkippedFile
 from .store import ChunkRecord, FileRow, SkippedRow, Store
 
@@ -55,8 +57,8 @@ class IndexReport(msgspec.Struct):
     chunks_added: int
     skipped: dict[str, int]
     seconds: float
-    # Files whose code-graph extraction failed (their chunks are indexed; see the log): filled by the
-    # engine when index() waits for the graph (graph.extractor runs after the keyword write).
+    # Files whose code-graph extraction failed (their chunks are indexed; see the log), in the run or
+    # in the extraction pass index() waited for.
     graph_errors: int = 0
     # What the code-graph edge refresh of this run did (None: nothing was written).
     graph: EdgeRefresh | None = None
@@ -94,21 +96,32 @@ def chunk_and_tokenize(path: str, text: str, language: str) -> list[ChunkRecord]
 
 
 class ProcessedFile(msgspec.Struct):
-    """One file's chunks. The code graph is extracted later, off the index run (`graph.extractor`)."""
+    """One file's chunks, plus its code graph when extracted in the run (`graph_error`: why it failed)."""
 
     records: list[ChunkRecord]
+    graph: EncodedGraph | None = None
+    graph_error: str = ""
 
 
-def process_file(path: str, text: str, language: str) -> ProcessedFile:
-    """Chunk and tokenize one file."""
+def process_file(path: str, text: str, language: str, extract_graph: bool = False) -> ProcessedFile:
+    """Chunk and tokenize one file; with `extract_graph`, also extract its code graph from the chunker's
+    own parse (files the chunker does not parse, minified code cut into windows, get no graph)."""
+    trees: list[Tree] = []
+    on_tree = trees.append if extract_graph and graph_language(language) else None
     records = []
-    for span in chunk_text(path, text, language):
+    for span in chunk_text(path, text, language, on_tree=on_tree):
         records.append(ChunkRecord(span, chunk_hash(span.text), dict(Counter(tokenize(span.text)))))
-    return ProcessedFile(records)
+    if not trees:
+        return ProcessedFile(records)
+    try:
+        rows = extract_rows(path, text, language, trees[0])
+        return ProcessedFile(records, None if rows is None else encode_rows(rows))
+    except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
+        return ProcessedFile(records, None, f"{type(exc).__name__}: {exc}")
 
 
-def _chunk_many(items: list[tuple[str, str, str]]) -> list[ProcessedFile]:
-    return [process_file(path, text, language) for path, text, language in items]
+def _chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[ProcessedFile]:
+    return [process_file(path, text, language, extract_graph) for path, text, language in items]
 
 
 class _Pending(msgspec.Struct):
@@ -170,6 +183,10 @@ class Indexer:
         self._rescan_clean = False  # the last discover() was a rescan that found every stat unchanged
         # What the last write did to the code graph (edge refresh figures, extraction failures).
         self.last_graph: EdgeRefresh | None = None
+        # Extract the code graph in the run, from the chunker's parse, instead of marking contents for
+        # graph.extractor: for callers that wait for the graph anyway (CLI index), it saves a re-parse.
+        self.extract_graph = False
+        self._graph_errors = 0
 
     # -- discovery --------------------------------------------------------------------------------------
 
@@ -291,6 +308,7 @@ class Indexer:
         store = self.store
         report = progress or (lambda phase, done, total: None)
         self.last_graph = None
+        self._graph_errors = 0
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
             if store.get_meta("pipeline_version") != PIPELINE_VERSION:
@@ -430,6 +448,7 @@ class Indexer:
             chunks_added=chunks_added,
             skipped=dict(Counter(s.reason for s in skipped)),
             seconds=round(time.perf_counter() - started, 3),
+            graph_errors=self._graph_errors,
             graph=self.last_graph,
         )
 
@@ -449,6 +468,7 @@ class Indexer:
         store = self.store
         report = progress or (lambda phase, done, total: None)
         self.last_graph = None
+        self._graph_errors = 0
         wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
         if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted) or any(
             os.path.isdir(os.path.join(self.root, p)) for p in wanted
@@ -555,6 +575,10 @@ class Indexer:
         old_names = graphs.content_provides({before[p] for p in [*changed, *removed] if p in before})
         processed = self._chunk_all(list(to_chunk.values()), report)
         chunked = {key: item.records for key, item in processed.items()}
+        for key, done in processed.items():
+            if done.graph_error:
+                self._graph_errors += 1
+                log.warning("code graph of %s not extracted: %s", to_chunk[key].row.path, done.graph_error)
         vocab = store.vocabulary() if chunked else None
         chunks_added = 0
         total = len(pending)
@@ -574,8 +598,7 @@ class Indexer:
                             item.row.content_key, item.row.language, records, vocab, replace=force
                         )
                         if graph_language(item.row.language):
-                            # Extracted after the run (graph.extractor); the mark commits with the chunks.
-                            graphs.mark_pending([(item.row.content_key, item.row.language)])
+                            self._store_graph(graphs, item.row, processed[item.row.content_key], force)
                         chunks_added += len(records)
                         del chunked[item.row.content_key]  # one content, stored once
                     store.upsert_file(branch, item.row)
@@ -597,6 +620,16 @@ class Indexer:
         self._stored_cache = None
         return chunks_added
 
+    def _store_graph(self, graphs: GraphStore, row: FileRow, done: ProcessedFile, force: bool) -> None:
+        """The content's graph rows when extracted in the run; otherwise its pending mark for
+        graph.extractor. Either way in the transaction of its chunks."""
+        if self.extract_graph:
+            if done.graph is not None:
+                graphs.add_content(row.content_key, done.graph, replace=force)
+            graphs.clear_pending([row.content_key])
+        else:
+            graphs.mark_pending([(row.content_key, row.language)])
+
     def _chunk_all(self, items: Sequence[_Pending], report: ProgressFn) -> dict[str, ProcessedFile]:
         work = [(p.row.path, p.text or "", p.row.language) for p in items]
         keys = [p.row.content_key for p in items]
@@ -605,7 +638,7 @@ class Indexer:
         report("chunk", 0, total)
         if self.workers <= 1 or sum(len(item[1]) for item in work) < PARALLEL_THRESHOLD_BYTES:
             for i, (key, item) in enumerate(zip(keys, work, strict=True)):
-                out[key] = process_file(*item)
+                out[key] = process_file(*item, self.extract_graph)
                 if (i + 1) % 50 == 0 or i + 1 == total:
                     report("chunk", i + 1, total)
             return out
@@ -613,7 +646,10 @@ class Indexer:
         done = 0
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
-            futures = [(batch_keys, pool.submit(_chunk_many, batch)) for batch_keys, batch in batches]
+            futures = [
+                (batch_keys, pool.submit(_chunk_many, batch, self.extract_graph))
+                for batch_keys, batch in batches
+            ]
             for batch_keys, future in futures:
                 for key, records in zip(batch_keys, future.result(), strict=True):
                     out[key] = records

@@ -156,6 +156,7 @@ class Engine:
         # The sidecar sets this: index() then leaves edge resolution to a background thread too (a branch
         # switch is searchable sooner); the CLI resolves before index() returns.
         self.graph_in_background = False
+        self._graph_wait = True  # index(graph=False) leaves the graph pending for a later pass
         self._indexers: dict[str, Indexer] = {}  # per root: each remembers its last walk
         self._reranker: Reranker | None = None
         self.reranker_error: str | None = None
@@ -223,15 +224,21 @@ class Engine:
         returning otherwise, or left pending with `graph=False` (the next graph query extracts it)."""
         # The branch is read from .git/HEAD now, before anything is written: after a checkout the
         # new branch's catalog is built under the new name, never under the old one.
-        report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
-        report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
+        self._graph_wait = graph
+        try:
+            report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
+            report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
+        finally:
+            self._graph_wait = True
         if graph_enabled():
             # After the keyword write has committed: searchable first, edges next.
             if self.graph_in_background:
                 self.graphs.schedule(self.branch)
             elif graph:
+                # The run extracted what it chunked (no re-parse: this call waits anyway); the pass picks
+                # up what earlier runs left pending (--keyword-only, a killed sidecar).
                 extracted, report.graph = self.finish_graph(progress)
-                report.graph_errors = extracted.errors
+                report.graph_errors += extracted.errors
         if report.files_changed or report.files_removed:
             self.maybe_gc()
         provider = self.embedding_provider() if force else None
@@ -249,6 +256,9 @@ class Engine:
         if found is None or found.store is not self.store:
             found = Indexer(root, self.config, self.store, workers=self.workers)
             self._indexers[key] = found
+        # Callers that wait for the graph get it extracted in the run, from the chunker's parse; the
+        # sidecar and `index --keyword-only` mark contents for the background pass instead.
+        found.extract_graph = self._graph_wait and not self.graph_in_background
         return found
 
     def index_paths(self, paths: Sequence[str | Path], *, progress: ProgressFn | None = None) -> IndexReport:

@@ -281,6 +281,10 @@ class GraphStore:
             list(keys),
         )
 
+    def clear_pending(self, keys: Sequence[str]) -> None:
+        """Contents whose graph an index run extracted itself (a forced run over pending contents)."""
+        self.conn.executemany("DELETE FROM graph_pending WHERE content_key=?", [(k,) for k in keys])
+
     def pending_files(self, catalog: str) -> dict[str, tuple[str, list[str]]]:
         """content key -> (language, paths on `catalog` holding it) for every pending content there."""
         out: dict[str, tuple[str, list[str]]] = {}
