@@ -94,6 +94,12 @@ def extract_content(item: WorkItem) -> WorkResult:
     return key, "unavailable", None, ""
 
 
+def _lower_priority(niceness: int) -> None:
+    """Worker initializer of background passes: the first search after an index run (building the keyword
+    snapshot) and later searches win the CPU over graph parsing."""
+    os.nice(niceness)
+
+
 def _extract_many(items: list[WorkItem]) -> list[WorkResult]:
     return [extract_content(item) for item in items]
 
@@ -119,9 +125,11 @@ def extract_pending(
     lock_wait: float | None = 30.0,
     progress: ProgressFn | None = None,
     stop: threading.Event | None = None,
+    niceness: int = 0,
 ) -> ExtractReport:
     """Extract every pending content of `catalogs`: parsing in `workers` processes (0: in this one; 1 in
-    the sidecar, so the other core stays free for searches), writing here, one short transaction per batch."""
+    the sidecar, so the other core stays free for searches), writing here, one short transaction per batch.
+    `niceness` lowers the workers' priority (background passes)."""
     started = time.perf_counter()
     report = ExtractReport()
     work = pending_work(store, catalogs)
@@ -159,7 +167,12 @@ def extract_pending(
             write(_extract_many(batch))
     else:
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=max(1, workers), mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=max(1, workers),
+            mp_context=context,
+            initializer=_lower_priority,
+            initargs=(niceness,),
+        ) as pool:
             futures: list[Future[list[WorkResult]]] = [pool.submit(_extract_many, b) for b in batches]
             try:
                 for future in futures:

@@ -39,6 +39,8 @@ T = TypeVar("T")
 # Rounds before giving up when index runs keep landing between a plan and its apply, or a query and its
 # freshness check.
 MAX_ROUNDS = 5
+# Priority of the background extraction worker (os.nice increment).
+BACKGROUND_NICENESS = 10
 
 
 EXTRACT_LOCK_NAME = "graph-extract.lock"
@@ -133,7 +135,7 @@ class GraphRefresher:
             )
 
     def extract(
-        self, *, workers: int = 1, progress: ProgressFn | None = None, wait: bool = True
+        self, *, workers: int = 1, progress: ProgressFn | None = None, wait: bool = True, niceness: int = 0
     ) -> ExtractReport | None:
         """Extract the pending contents of the catalogs (see `graph.extractor`). One pass at a time per
         index, across engines and processes (a flock): with `wait=False`, None when another pass runs."""
@@ -151,6 +153,7 @@ class GraphRefresher:
                     lock_wait=self.lock_wait,
                     progress=progress,
                     stop=self._stop,
+                    niceness=niceness,
                 )
             finally:
                 self.extracting = False
@@ -212,8 +215,9 @@ class GraphRefresher:
             branch = self._branch
             try:
                 if branch is not None:
-                    # One worker process parses: the other core stays free for searches.
-                    self.extract(workers=1)
+                    # One worker process parses, at a lower priority: the other core (and the CPU
+                    # whenever a search needs it) stays with searches.
+                    self.extract(workers=1, niceness=BACKGROUND_NICENESS)
                     self.refresh(branch())
             except Exception as exc:  # reported in status; the next query or save retries
                 self.errors += 1
