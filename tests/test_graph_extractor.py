@@ -298,3 +298,23 @@ def test_call_graph_json_carries_the_incomplete_field() -> None:
     graph = CallGraph("f", "callers", 1, [], [], [], 0, False, incomplete="code graph is being built: 1 of 2")
     assert msgspec.to_builtins(graph)["incomplete"] == "code graph is being built: 1 of 2"
     assert format_call_graph(graph).endswith("(code graph is being built: 1 of 2)")
+
+
+def test_a_new_sidecar_finishes_what_an_earlier_one_left_pending(repo: Path, tmp_path: Path) -> None:  # noqa: F811
+    from codebase_index.tools import Runtime
+
+    first = Engine(repo, index_path=tmp_path / "index", workers=1)
+    first.index(graph=False)  # as if the sidecar that indexed was killed before its background pass
+    first.close()
+    rt = Runtime(repo, index_dir=tmp_path / "index")
+    rt.watch_enabled = True
+    try:
+        rt.start_graph()
+        writer = rt.writer()
+        writer.graphs.wait_idle()
+        assert counts(writer) == {"files": 3, "extracted": 3, "pending": 0, "unavailable": 0, "elsewhere": 0}
+        assert len(edges(writer)) == 2
+        status = writer.status()
+        assert status.graph is not None and not status.graph.building
+    finally:
+        rt.close()

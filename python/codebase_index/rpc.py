@@ -306,6 +306,7 @@ class Sidecar:
                     engine.snapshot()
             if indexed:
                 self.rt.start_embedding()  # resumes whatever a previous session left pending
+                self.rt.start_graph()  # likewise for code-graph extraction
             if indexed or engine.config.indexing.auto_index:
                 log.info("file watcher: %s", self.rt.start_watcher())
         except Exception as exc:

@@ -491,6 +491,15 @@ class Runtime:
             if not self._embed_again.is_set():
                 return
 
+    def start_graph(self) -> None:
+        """Extract the code graph that earlier runs left pending (a killed sidecar, `index --keyword-only`)
+        and bring edges up to date, in the writer's background thread."""
+        from .indexer import graph_enabled
+
+        engine = self.writer()
+        if graph_enabled() and engine.has_index():
+            engine.graphs.schedule(engine.branch)
+
     def stop_embedding(self, timeout: float = 10.0) -> None:
         self._embed_stop.set()
         thread = self._embed_thread
