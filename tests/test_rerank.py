@@ -20,6 +20,7 @@ from codebase_index.rerank import (
     definition_score,
     diversify,
     file_coherence,
+    file_mass,
     file_penalty,
     file_ranks,
     fuse_rrf,
@@ -194,6 +195,32 @@ def test_file_coherence_and_diversify() -> None:
     assert [d for d, _ in diversify([(1, "a", 1.0), (2, "a", 0.9), (3, "b", 0.5)], 1.0)] == [1, 2, 3]
     with pytest.raises(ValueError, match="decay"):
         diversify([], 0.0)
+
+
+def test_file_mass_is_each_files_share_of_the_candidates() -> None:
+    assert file_mass({"a.py": [0.5, 0.5, 0.5], "b.py": [1.0], "c.py": []}) == pytest.approx(
+        {"a.py": 1.0, "b.py": 2 / 3, "c.py": 0.0}
+    )
+    assert file_mass({}) == {}
+    assert file_mass({"a.py": [0.0]}) == {"a.py": 0.0}
+
+
+def _sibling_and_core() -> list[Candidate]:
+    # cobra.go has the single sharpest chunk; command.go holds most of the matching code.
+    core = [Candidate(i, "pkg/command.go", f"Command.f{i}", "method", 0.3) for i in range(2, 8)]
+    return [
+        Candidate(0, "pkg/cobra.go", "setup", "function", 1.0),
+        *core,
+        Candidate(1, "pkg/command.go", "Command.Help", "method", 0.95),
+    ]
+
+
+def test_rank_lifts_the_file_most_of_the_evidence_points_at() -> None:
+    described = profile_query("help text generation")
+    assert rank(_sibling_and_core(), described)[0].doc == 1
+    assert rank(_sibling_and_core(), described, RankParams(file_mass=0.0))[0].doc == 0
+    # A literal query (a symbol lookup here) is not about a subject: the sharpest chunk stays first.
+    assert rank(_sibling_and_core(), profile_query("helpTemplate"))[0].doc == 0
 
 
 # ------------------------------------------------------------------------------------------ fusion
