@@ -29,6 +29,7 @@ from codebase_index.rerank import (
     keyword_query,
     merge_external,
     path_score,
+    path_stem_weights,
     profile_query,
     rank,
     rank_hits,
@@ -520,6 +521,25 @@ def test_path_field_tokens_repeat_the_file_name() -> None:
         "redirect",
         "handler",
     ]
+
+
+def test_path_stem_weights_discount_words_most_paths_share() -> None:
+    paths = [f"server/src/{name}.ts" for name in ("initTRPC", "router", "procedure", "middleware")]
+    weights = path_stem_weights([*paths, "server/src/adapters/fastifyTRPCPlugin.ts"])
+    assert weights["router"] > weights["trpc"] > weights["src"]
+    assert all(0.0 < w <= 1.0 for w in weights.values())
+    assert path_stem_weights([]) == {}
+    # The project's name in the query no longer lets initTRPC.ts match "tRPC routers" as well as
+    # router.ts does.
+    profile = profile_query("how tRPC routers are created")
+    flat = path_score("server/src/initTRPC.ts", profile)
+    assert flat == path_score("server/src/router.ts", profile)
+    weighted = path_score("server/src/initTRPC.ts", profile, weights=weights)
+    assert weighted < path_score("server/src/router.ts", profile, weights=weights)
+    # Stems no path has count 1.0, so an empty map changes nothing.
+    assert path_score("server/src/router.ts", profile, weights={}) == path_score(
+        "server/src/router.ts", profile
+    )
 
 
 def test_module_roots_are_named_by_their_folder() -> None:

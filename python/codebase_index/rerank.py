@@ -11,6 +11,7 @@ identifier / error-message set built from other code) and kept only where both i
 from __future__ import annotations
 
 import functools
+import math
 import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -393,11 +394,17 @@ def _compounds(words: Sequence[str]) -> tuple[tuple[str, frozenset[str]], ...]:
     return tuple(out)
 
 
-def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> float:
+def path_score(
+    path: str,
+    profile: QueryProfile,
+    abbreviation: float = 0.0,
+    weights: Mapping[str, float] | None = None,
+) -> float:
     """How well the file path names the query's subject: query stems in the file name count fully,
     in directory names half, and `abbreviation` times that when a path part only abbreviates the
     word (`impls.rs` for "implementations"); words a path part spells as one (`realip.go` for "real
-    IP", see `_compounds`) count as found there. The result is the matched share of the query's stems.
+    IP", see `_compounds`) count as found there. The result is the matched share of the query's stems,
+    each stem counted by `weights` when given (see `path_stem_weights`; missing stems count 1.0).
     Compounds: benchmark hybrid 0.8519 -> 0.8535, keyword 0.8079 -> 0.8085; validation unchanged.
 
     >>> path_score("src/requests/sessions.py", profile_query("how sessions persist"))
@@ -422,17 +429,20 @@ def path_score(path: str, profile: QueryProfile, abbreviation: float = 0.0) -> f
         elif joined in dir_stems:
             in_dir |= run
     total = 0.0
+    norm = 0.0
     for s in profile.stems:
+        w = 1.0 if weights is None else weights.get(s, 1.0)
+        norm += w
         if s in name_stems or s in in_name:
-            total += 1.0
+            total += w
         elif s in dir_stems or s in in_dir:
-            total += 0.5
+            total += 0.5 * w
         elif abbreviation:
             if _abbreviated_in(name_stems, s):
-                total += abbreviation
+                total += abbreviation * w
             elif _abbreviated_in(dir_stems, s):
-                total += 0.5 * abbreviation
-    return total / len(profile.stems)
+                total += 0.5 * abbreviation * w
+    return total / norm if norm > 0 else 0.0
 
 
 _TEST_PATH = re.compile(
@@ -734,7 +744,10 @@ def diversify(items: Sequence[tuple[int, str, float]], decay: float) -> list[tup
 
 
 def rank(
-    candidates: Iterable[Candidate], profile: QueryProfile, params: RankParams | None = None
+    candidates: Iterable[Candidate],
+    profile: QueryProfile,
+    params: RankParams | None = None,
+    path_weights: Mapping[str, float] | None = None,
 ) -> list[Ranked]:
     """Rerank first-stage candidates (any score scale, higher is better) into the final order.
 
@@ -762,7 +775,7 @@ def rank(
         found = per_path.get(c.path)
         if found is None:
             found = (
-                p.path * path_score(c.path, profile, p.path_abbreviation),
+                p.path * path_score(c.path, profile, p.path_abbreviation, path_weights),
                 file_penalty(c.path, profile, p.penalties),
             )
             per_path[c.path] = found
@@ -878,20 +891,49 @@ def complete_keyword(
     return [*keyword_hits, *extra]
 
 
-_LAYOUT: weakref.WeakKeyDictionary[KeywordSnapshot, tuple[int, tuple[str, ...], frozenset[str]]] = (
-    weakref.WeakKeyDictionary()
-)
+def path_stem_weights(paths: Sequence[str]) -> dict[str, float]:
+    """How much each stem found in the paths counts in `path_score`: the square root of its BM25 idf over
+    the files (name and folder stems) relative to the idf of a stem no path has. A word most paths
+    share (the project's own name: "trpc" in `initTRPC.ts`, a `src` folder) says little about which
+    file a query means; a stem absent from the map counts 1.0. Benchmark hybrid 0.8715 -> 0.8736 (18
+    repos >= semble: monolog -0.008 -> +0.001; trpc -0.029 -> -0.011), keyword 0.8399 -> 0.8408;
+    validation MEAN hybrid 0.9375 -> 0.9385, keyword 0.9434 -> 0.9435. The plain ratio (no root):
+    0.8743 but keyword mode 0.8383; its square: 0.8708.
+
+    >>> w = path_stem_weights(["pkg/a.py", "pkg/b.py", "pkg/router.py", "pkg/c.py"])
+    >>> round(w["router"], 2), round(w["pkg"], 2)
+    (0.72, 0.21)
+    """
+    df: dict[str, int] = {}
+    for path in paths:
+        name, dirs = _path_parts(path)
+        for s in name | dirs:
+            df[s] = df.get(s, 0) + 1
+    n = len(paths)
+    unseen = math.log(1.0 + (n + 0.5) / 0.5)
+    return {s: math.sqrt(math.log(1.0 + (n - d + 0.5) / (d + 0.5)) / unseen) for s, d in df.items()}
 
 
-def _layout_of(snap: KeywordSnapshot) -> tuple[tuple[str, ...], frozenset[str]]:
-    """(`superseded_dirs`, `shadowed_private`) of a snapshot's files, computed once per snapshot (and
-    again if its file list grows or shrinks)."""
+_LAYOUT: weakref.WeakKeyDictionary[
+    KeywordSnapshot, tuple[int, tuple[str, ...], frozenset[str], dict[str, float]]
+] = weakref.WeakKeyDictionary()
+
+
+def _layout_of(snap: KeywordSnapshot) -> tuple[tuple[str, ...], frozenset[str], dict[str, float]]:
+    """(`superseded_dirs`, `shadowed_private`, `path_stem_weights`) of a snapshot's files, computed once
+    per snapshot (and again if its file list grows or shrinks)."""
     n = len(snap.file_paths)
     cached = _LAYOUT.get(snap)
     if cached is None or cached[0] != n:
-        cached = (n, tuple(sorted(superseded_dirs(snap.file_paths))), shadowed_private(snap.file_paths))
+        paths = snap.file_paths
+        cached = (
+            n,
+            tuple(sorted(superseded_dirs(paths))),
+            shadowed_private(paths),
+            path_stem_weights(paths),
+        )
         _LAYOUT[snap] = cached
-    return cached[1], cached[2]
+    return cached[1], cached[2], cached[3]
 
 
 def rank_hits(
@@ -916,7 +958,7 @@ def rank_hits(
     if top_n <= 0 or not ordered:
         return [Hit(d, s) for d, s in ordered]
     head, tail = ordered[:top_n], ordered[top_n:]
-    old, shadowed = _layout_of(snap)
+    old, shadowed, path_weights = _layout_of(snap)
     candidates = [
         Candidate(
             d,
@@ -929,7 +971,7 @@ def rank_hits(
         )
         for d, s in head
     ]
-    ranked = rank(candidates, profile, params)
+    ranked = rank(candidates, profile, params, path_weights)
     out = [Hit(r.doc, r.score) for r in ranked]
     if tail:
         # The tail keeps its fused order, scaled to sit strictly below the reranked head.
