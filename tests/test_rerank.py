@@ -27,19 +27,23 @@ from codebase_index.rerank import (
     fuse_weighted,
     identifier_keyword_weight,
     keyword_query,
+    may_quote,
     merge_external,
     path_score,
     path_stem_weights,
     profile_query,
+    quotes_query,
     rank,
     rank_hits,
     shadowed_private,
     stem,
     stem_overlap,
     superseded_dirs,
+    verbatim_run,
 )
 from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, module_path, path_field_tokens
 from codebase_index.service import Engine
+from codebase_index.vectors import Hit
 from provider_server import closed_port_url, serve, status_fault
 from test_vectors import make_repo, remote_config
 
@@ -474,6 +478,79 @@ def test_literal_queries_fuse_by_score_under_rrf() -> None:
     # (as ranks only, doc 2, liked by both lists, would win).
     semantic_miss = [(2, 0.9), (1, 0.85)]
     assert rank_hits("computeValue", snap, keyword, semantic_miss, config)[0].doc == 0
+
+
+def test_verbatim_run_finds_the_longest_shared_word_sequence() -> None:
+    assert verbatim_run(["no", "such", "layout"], ["error", "no", "such", "layout", "here"]) == 3
+    assert verbatim_run(["no", "such", "layout"], ["layout", "such", "no"]) == 1  # same words, no order
+    assert verbatim_run(["a", "b", "a", "b", "c"], ["x", "a", "b", "c"]) == 3  # a later start is longer
+    assert verbatim_run([], ["a"]) == 0
+    assert verbatim_run(["a"], []) == 0
+
+
+def test_quotes_query_needs_the_words_in_order_in_one_file() -> None:
+    raising = ("cmd/run.go", 'return errors.New("empty github token for release")')
+    assert quotes_query("empty github token", [raising])
+    # A fragment cut mid-word (first word) or ending in a formatted value (last word) still quotes.
+    assert quotes_query("mpty github token for", [raising])
+    assert quotes_query("empty github token VALUE", [raising])
+    # Two words missing, the words out of order, or fewer than three words: not a quote.
+    assert not quotes_query("really empty github token VALUE", [raising])
+    assert not quotes_query("token github empty", [raising])
+    assert not quotes_query("github token", [raising])
+    # Questions describe code even when a file repeats their words.
+    assert not quotes_query("where is empty github token", [("a.go", "where is empty github token")])
+    # The same phrase in two files (a boilerplate doc comment) does not single one out; two chunks
+    # of one file do.
+    doc = "// returns the default text for this flag"
+    assert not quotes_query("returns the default text for this flag", [("a.go", doc), ("b.go", doc)])
+    assert quotes_query("returns the default text for this flag", [("a.go", doc), ("a.go", doc)])
+    assert not quotes_query("empty github token", [])
+
+
+def test_may_quote_skips_queries_that_cannot_or_need_not_be_checked() -> None:
+    assert may_quote("empty github token")
+    assert not may_quote("github token")  # too short
+    assert not may_quote("where is the github token read")  # a question
+    assert not may_quote("token must not be empty")  # already an error message: keywords only
+    assert not may_quote("token = read(env);")  # pasted code
+
+
+def test_a_quoted_query_fuses_on_keywords() -> None:
+    rows = [_row(1, "a.py", "one"), _row(2, "b.py", "two"), _row(3, "c.py", "three")]
+    snap = KeywordSnapshot(rows)
+    config = SearchConfig(fusion_strategy="rrf", rerank_top_n=0, hybrid_weight=0.3)
+    keyword = [(0, 30.0), (1, 2.0), (2, 1.9)]
+    semantic = [(2, 0.9), (1, 0.85), (0, 0.2)]
+    query = "layouts slice was empty"
+    assert rank_hits(query, snap, keyword, semantic, config)[0].doc != 0  # as ranks, the vectors win
+    quoted = rank_hits(query, snap, keyword, semantic, config, verbatim=True)
+    assert quoted[0].doc == 0  # the quoting chunk's keyword margin decides
+    assert [h.doc for h in quoted[1:]] == [2, 1]  # the vectors still break a near tie
+
+
+def test_engine_reads_the_best_keyword_chunks_for_a_quote(tmp_path: Path) -> None:
+    root = make_repo(
+        tmp_path / "repo",
+        {
+            "cmd/layout.go": 'package cmd\n\nfunc check() error { return errors.New("got nil layouts") }\n',
+            "cmd/flags.go": "package cmd\n\n// String returns the default text for this flag\nfunc a() {}\n",
+            "cmd/more.go": "package cmd\n\n// Text returns the default text for this flag\nfunc b() {}\n",
+        },
+    )
+    engine = Engine(root, index_path=tmp_path / "index")
+    engine.index()
+    snap = engine.snapshot()
+
+    def quoted(query: str) -> bool:
+        hits = engine.search(query, mode="keyword").results
+        by_id = {row.chunk_id: doc for doc, row in enumerate(snap.docs)}
+        return engine._quotes_query(query, snap, [Hit(by_id[r.id], r.score) for r in hits])
+
+    assert quoted("got nil layouts")
+    assert not quoted("returns the default text for this flag")  # two files say it
+    assert not quoted("nil layouts got")
+    engine.close()
 
 
 def test_complete_keyword_adds_vector_candidates_at_their_keyword_score() -> None:

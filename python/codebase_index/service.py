@@ -111,11 +111,12 @@ def fuse(
     semantic_hits: Sequence[Hit],
     config: Config,
     keyword_scores: np.ndarray | None = None,
+    verbatim: bool = False,
 ) -> list[Hit]:
     """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
     may be empty), final order out: fusion, then the code-aware rerank of `rerank.rank_hits`.
     `keyword_scores` (every document's keyword score) lets fusion score vector candidates that are
-    outside the keyword top list."""
+    outside the keyword top list; `verbatim`: a keyword candidate quotes the query (`rerank.quotes_query`)."""
     from .rerank import rank_hits
 
     def keyword_score(docs: Sequence[int]) -> list[float]:
@@ -129,6 +130,7 @@ def fuse(
         semantic_hits,
         config.search,
         keyword_score=keyword_score if keyword_scores is not None else None,
+        verbatim=verbatim,
     )
     return [Hit(d, s) for d, s in ranked]
 
@@ -528,12 +530,24 @@ class Engine:
         if mode == "semantic":
             ranked = self._external_rerank(query, snap, fuse(query, snap, [], semantic_hits, self.config))
             return self._response(query, "semantic", top_k, snap, ranked[:top_k])
+        verbatim = self._quotes_query(query, snap, keyword_hits)
         fused = self._external_rerank(
-            query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config, keyword_scores)
+            query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config, keyword_scores, verbatim)
         )
         fused = fused[:top_k]
         strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
         return self._response(query, strategy, top_k, snap, fused)
+
+    def _quotes_query(self, query: str, snap: KeywordSnapshot, keyword_hits: Sequence[Hit]) -> bool:
+        """Whether one of the best keyword candidates holds the query verbatim (`rerank.quotes_query`):
+        hybrid fusion then leans on keywords as for pasted code."""
+        from .rerank import VERBATIM_CANDIDATES, may_quote, quotes_query
+
+        if not may_quote(query):
+            return False
+        docs = [snap.docs[h.doc] for h in keyword_hits[:VERBATIM_CANDIDATES]]
+        texts = self._chunk_texts([d.chunk_id for d in docs])
+        return quotes_query(query, ((d.path, texts.get(d.chunk_id, "")) for d in docs))
 
     def _external_rerank(self, query: str, snap: KeywordSnapshot, hits: list[Hit]) -> list[Hit]:
         """Let the configured rerank API reorder the head of the deterministic order; on ANY failure
