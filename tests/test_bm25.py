@@ -536,3 +536,23 @@ def test_inflections_share_the_stem_and_skip_short_or_code_words() -> None:
     assert all(bm25.stem(f) == bm25.stem("scheduled") for f in forms)
     assert "routes" not in bm25.inflections("router")  # another stem: route vs router
     assert bm25.inflections("io") == () and bm25.inflections("utf8") == () and bm25.inflections("a_b") == ()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_top_k_with_sampled_floor_equals_a_full_sort(seed: int) -> None:
+    """`_rank` skips most documents through a sampled lower bound of the k-th score: the answer must be
+    exactly the full sort's (score desc, index asc), ties at the cut and mostly-zero arrays included."""
+    rng = np.random.default_rng(seed)
+    for n, k in [(5000, 10), (5000, 100), (3300, 100), (20_000, 1), (5000, 0), (4000, 3000)]:
+        coarse = rng.integers(0, 6, n).astype(np.float32)  # few distinct values: ties everywhere
+        fine = rng.random(n, dtype=np.float32) * (rng.random(n) < 0.3)
+        sparse = np.zeros(n, np.float32)
+        sparse[rng.choice(n, 50, replace=False)] = rng.random(50, dtype=np.float32)
+        for scores in (coarse, fine, sparse):
+            positive = [i for i in range(n) if scores[i] > 0]
+            want = sorted(positive, key=lambda i: (-float(scores[i]), i))
+            if k > 0:
+                want = want[:k]
+            docs, top = bm25._rank(scores, k)
+            assert docs.tolist() == want
+            assert top.tolist() == scores[want].tolist()

@@ -130,6 +130,22 @@ def test_overlay_never_returns_tombstoned_docs_and_keeps_base_numbering() -> Non
         overlay.overlay([], [])
 
 
+def test_spread_gives_each_chunk_its_files_value_in_any_document_order() -> None:
+    """`spread` repeats per-file values over runs of chunks; it must equal the plain gather on a base,
+    an overlay (tombstones, appended files) and rows whose files are not contiguous."""
+    vocab = Vocabulary()
+    files = {"a.py": ["alpha one", "alpha two"], "b.py": ["beta"], "c.py": ["gamma x", "gamma y", "gamma z"]}
+    base = KeywordSnapshot(_rows(files, vocab))
+    overlay = base.overlay(["b.py"], _rows({"b.py": ["beta new"], "d.py": ["delta"]}, vocab, first_id=50))
+    rows = _rows(files, vocab)
+    unordered = KeywordSnapshot([rows[0], rows[2], rows[1], rows[0]])  # a.py b.py a.py a.py
+    empty = KeywordSnapshot([])
+    for snap in (base, overlay, unordered, empty):
+        per_file = np.arange(1, len(snap.file_paths) + 1, dtype=np.float32) * np.float32(0.5)
+        assert snap.spread(per_file).tolist() == per_file[snap.doc_file].tolist()
+    assert unordered.spread(np.array([1.0, 2.0], np.float32)).tolist() == [1.0, 2.0, 1.0, 1.0]
+
+
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=root, check=True,
                    capture_output=True)  # fmt: skip

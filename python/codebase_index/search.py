@@ -171,6 +171,7 @@ class KeywordSnapshot:
         self._n_live = len(self.docs)
         self._dead_files = np.zeros(0, np.int32)
         self._file_ids: dict[str, int] | None = None
+        self._file_runs: tuple[np.ndarray, np.ndarray] | None = None
 
     def fields(
         self,
@@ -225,15 +226,29 @@ class KeywordSnapshot:
                     # Only chunks that match themselves are lifted: a file's relevance should not
                     # surface its unrelated chunks (measured: as good or better than lifting all).
                     scale = weights.file * (float(scores.max()) or 1.0) / top_file
-                    lift = np.float32(scale) * per_file[self.doc_file]
-                    scores = scores + np.where(scores > 0, lift, np.float32(0.0))
+                    lift = self.spread(np.float32(scale) * per_file)
+                    # lift * (scores > 0): the lift where the chunk matches, else 0 (as np.where, 3x faster).
+                    scores = scores + lift * (scores > 0)
             if weights.path and (found := paths.scores(terms, term_weights)) is not None:
-                scores = scores + np.float32(weights.path) * found[self.doc_file]
+                scores = scores + self.spread(np.float32(weights.path) * found)
             if weights.symbol and (found := symbols.scores(terms, term_weights)) is not None:
                 scores = scores + np.float32(weights.symbol) * found
         if mask is not None:
             scores = np.where(mask, scores, np.float32(0.0))
         return scores
+
+    def spread(self, per_file: np.ndarray) -> np.ndarray:
+        """Each chunk's value from a per-file array (`per_file[self.doc_file]`), repeated over the runs of
+        consecutive chunks of one file: on the stdlib (68k chunks, 1.9k runs) 15 us instead of the
+        gather's 95 us, which enriched_scores paid twice per query."""
+        runs = self._file_runs
+        if runs is None:
+            doc_file = self.doc_file
+            starts = np.flatnonzero(np.diff(doc_file)) + 1
+            starts = np.concatenate((np.zeros(min(1, doc_file.shape[0]), np.int64), starts))
+            runs = (doc_file[starts], np.diff(np.append(starts, doc_file.shape[0])))
+            self._file_runs = runs
+        return np.repeat(per_file[runs[0]], runs[1])
 
     def enriched_hits(
         self,
@@ -317,6 +332,7 @@ class KeywordSnapshot:
         snap._n_live = n_base - int(dead.shape[0]) + len(docs)
         snap._dead_files = dead_files
         snap._file_ids = None
+        snap._file_runs = None
         return snap
 
     def _file_index(self) -> dict[str, int]:
