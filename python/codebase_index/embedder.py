@@ -21,10 +21,7 @@ after the provider's retries go to `embedding_failures` and are retried on the n
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
-import os
 import sqlite3
 import threading
 import time
@@ -37,6 +34,7 @@ import numpy as np
 
 from .config import Config
 from .embeddings.base import EmbeddingError, EmbeddingProvider
+from .locks import file_lock
 from .store import EMBEDDING_TABLES, Store, StoreError
 
 if TYPE_CHECKING:
@@ -367,18 +365,8 @@ def _record_failures(store: Store, model_id: str, hashes: Sequence[str], error: 
 def embed_lock(index_dir: Path, *, wait: bool) -> Iterator[bool]:
     """One embedding job per index across processes; yields False when `wait` is off and it is taken."""
     index_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(index_dir / EMBED_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
+    with file_lock(index_dir / EMBED_LOCK_NAME, wait=wait) as got:
+        yield got
 
 
 # -- the job --------------------------------------------------------------------------------------------

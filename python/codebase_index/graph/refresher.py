@@ -19,10 +19,7 @@ lag a save until the background refresh (or the query itself) catches up; they a
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from ..locks import file_lock
 from ..store import Store, StoreError
 from .extractor import ExtractReport, ProgressFn, extract_pending
 from .store import EdgeRefresh, GraphStore
@@ -48,20 +46,10 @@ EXTRACT_LOCK_NAME = "graph-extract.lock"
 
 @contextmanager
 def _extract_flock(index_dir: Path, wait: bool) -> Iterator[bool]:
-    """Whether this caller holds the index's extraction lock (released by the OS if the process dies):
-    two passes over the same pending contents would parse everything twice."""
-    fd = os.open(index_dir / EXTRACT_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
+    """Whether this caller holds the index's extraction lock: two passes over the same pending contents
+    would parse everything twice."""
+    with file_lock(index_dir / EXTRACT_LOCK_NAME, wait=wait) as mine:
+        yield mine
 
 
 def extraction_running(index_dir: Path) -> bool:

@@ -1,0 +1,29 @@
+"""Advisory file locks shared by the background jobs (embedding, graph extraction): one job per index across
+processes, released by the OS when the holder dies, so a killed sidecar never leaves a stale lock."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, *, wait: bool) -> Iterator[bool]:
+    """Hold an exclusive flock on `path` (created if missing); yields False when `wait` is off and another
+    holder has it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
