@@ -116,6 +116,19 @@ def test_definition_score_exact_qualified_and_member() -> None:
     assert definition_score("getUserById", profile_query("how users are fetched")) == 0.0
 
 
+def test_definition_score_sees_names_through_separators_and_non_ascii_letters() -> None:
+    """The cheap pre-check (the wanted name inside the symbol with separators dropped) must keep every
+    match the component comparison finds, whatever separates or spells the components."""
+    assert definition_score("obj->handle_request", profile_query("handleRequest")) == 1.0
+    assert definition_score("Foo-Bar.baz", profile_query("FooBar")) == 0.7  # a member of Foo-Bar
+    assert definition_score("Straße.Größe", profile_query("Größe")) == 1.0
+    assert definition_score("Straße.größe", profile_query("Größe")) == CASE_FOLDED_DEFINITION
+    assert definition_score("Größe.mehr", profile_query("Größe")) == 0.7
+    assert definition_score("ns::__init__", profile_query("__init__")) == 1.0
+    assert definition_score("parse_json", profile_query("getUserById")) == 0.0
+    assert definition_score("Größer", profile_query("Größe")) == 0.0  # a longer name only contains it
+
+
 def test_definition_score_prefers_the_initial_case_typed() -> None:
     # A capitalised query names a type; the same name in lower case is a function or value.
     session = profile_query("Session")

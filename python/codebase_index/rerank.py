@@ -393,6 +393,24 @@ def _qualified(name: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return components, tuple(_normalize_name(c) for c in components)
 
 
+# ASCII characters `_normalize_name` drops (everything but letters and digits), for `str.translate`.
+_ASCII_NON_WORD = {c: None for c in range(128) if not chr(c).isalnum()}
+
+
+def _squashed(name: str) -> str:
+    """`_normalize_name` of a whole qualified name: the concatenation of its normalised components (the
+    separators `_qualified` splits on are dropped by the normalisation too). ASCII names skip the regex."""
+    if name.isascii():
+        return name.translate(_ASCII_NON_WORD).lower()
+    return _normalize_name(name)
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _wanted_lasts(identifiers: tuple[str, ...]) -> tuple[str, ...]:
+    """The normalised last component of each queried identifier that has one (`definition_score`)."""
+    return tuple(wanted[-1] for wanted in (_qualified(ident)[1] for ident in identifiers) if wanted)
+
+
 def definition_score(symbol: str, profile: QueryProfile) -> float:
     """1.0 when the chunk defines the queried identifier (last name component, case- and
     underscore-insensitive, but see `CASE_FOLDED_DEFINITION` for the case of its initial), 0.7 when it
@@ -405,6 +423,12 @@ def definition_score(symbol: str, profile: QueryProfile) -> float:
     (0.6, 0.6)
     """
     if not symbol or not profile.identifiers:
+        return 0.0
+    # Every match below needs some wanted last name equal to one of the symbol's normalised components,
+    # hence inside their concatenation (`_squashed`): most candidates fail that cheap test (a first query
+    # on the stdlib spent 0.33 ms of its 0.88 ms rerank splitting and normalising symbols it then rejected).
+    squashed = _squashed(symbol)
+    if not any(last in squashed for last in _wanted_lasts(profile.identifiers)):
         return 0.0
     components, normalized = _qualified(symbol)
     if not components:

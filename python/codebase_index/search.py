@@ -425,7 +425,8 @@ class KeywordSnapshot:
 def top_hits(scores: np.ndarray, k: int) -> list[Hit]:
     """The k best positive scores of a per-document score array (score desc, then document order)."""
     docs, top = _rank(scores, k)
-    return [Hit(int(d), float(s)) for d, s in zip(docs, top, strict=True)]
+    # tolist() converts the arrays in one call each (the same ints and floats as int()/float() per item).
+    return [Hit(d, s) for d, s in zip(docs.tolist(), top.tolist(), strict=True)]
 
 
 def normalize_directory(directory: str) -> str:
