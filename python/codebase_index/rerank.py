@@ -475,16 +475,14 @@ def _path_parts(path: str) -> tuple[frozenset[str], frozenset[str]]:
     )
 
 
-def _abbreviates(part: str, word: str) -> bool:
-    """`part` is a code abbreviation of `word`: a prefix of at least 3 letters, 2+ letters shorter
-    (`impl` ~ implementations, `ser` ~ serialization, `cfg` is not caught)."""
-    return len(part) >= 3 and len(word) >= len(part) + 2 and word.startswith(part)
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _abbreviated_in(parts: frozenset[str], word: str) -> bool:
-    """Some part abbreviates `word` (cached: the same folders and query words recur)."""
-    return any(_abbreviates(part, word) for part in parts)
+    """Some part is a code abbreviation of `word`: a prefix of at least 3 letters, 2+ letters shorter
+    (`impl` ~ implementations, `ser` ~ serialization, `cfg` is not caught). Cached (the same folders and
+    query words recur) and tested inline (this runs for most query stems of every file a first query
+    ranks, before the cache has seen its words)."""
+    n = len(word)
+    return n >= 5 and any(3 <= len(part) <= n - 2 and word.startswith(part) for part in parts)
 
 
 def _compounds(words: Sequence[str]) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -878,11 +876,11 @@ def rank(
     per_chunk: list[tuple[Candidate, float]] = []
     by_file: dict[str, list[float]] = {}
     per_path: dict[str, tuple[float, float]] = {}  # path -> (path bonus, file penalty): chunks share files
+    definition = p.symbol_definition if profile.symbol_query else p.definition
     for c in cands:
         base = max(0.0, c.score * scale)
-        bonus = (p.symbol_definition if profile.symbol_query else p.definition) * definition_score(
-            c.symbol, profile
-        )
+        # Without identifiers definition_score is 0 (a description: no call per candidate).
+        bonus = definition * definition_score(c.symbol, profile) if profile.identifiers else 0.0
         if p.stem:
             bonus += p.stem * stem_overlap(c.symbol, profile)
         found = per_path.get(c.path)
@@ -1078,18 +1076,13 @@ def rank_hits(
         return [Hit(d, s) for d, s in ordered]
     head, tail = ordered[:top_n], ordered[top_n:]
     old, shadowed, path_weights = _layout_of(snap)
-    candidates = [
-        Candidate(
-            d,
-            docs[d].path,
-            docs[d].symbol,
-            docs[d].kind,
-            s,
-            bool(old) and docs[d].path.startswith(old),
-            docs[d].path in shadowed,
+    candidates = []
+    for d, s in head:
+        doc = docs[d]
+        path = doc.path
+        candidates.append(
+            Candidate(d, path, doc.symbol, doc.kind, s, bool(old) and path.startswith(old), path in shadowed)
         )
-        for d, s in head
-    ]
     ranked = rank(candidates, profile, params, path_weights)
     out = [Hit(r.doc, r.score) for r in ranked]
     if tail:
