@@ -214,7 +214,7 @@ def patched_rank(
     lo, span = min(known), (max(known) - min(known)) or 1.0
     w = STATE.variant.weight
     boosted = [
-        replace(c, score=c.score * (1 + w * ((x - lo) / span if x is not None else 0.0)))
+        c._replace(score=c.score * (1 + w * ((x - lo) / span if x is not None else 0.0)))
         for c, x in zip(cands, vals, strict=True)
     ]
     return _ORIG_RANK(boosted, profile, params, *extra)

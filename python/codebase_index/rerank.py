@@ -16,7 +16,7 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .bm25 import QUERY_STOP_WORDS, inflections, split_identifier, stem, tokenize
 from .search import Hit, KeywordSnapshot, module_path, query_terms
@@ -754,9 +754,10 @@ def fuse_weighted(
 # ------------------------------------------------------------------------------------------ rerank
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One chunk as the reranker sees it: identity, where it lives, and its first-stage score."""
+class Candidate(NamedTuple):
+    """One chunk as the reranker sees it: identity, where it lives, and its first-stage score. A named
+    tuple, not a frozen dataclass: a search builds 100 of these and 100 `Ranked`, and a frozen
+    dataclass's __init__ costs 0.8 us (0.3 us for two fields) against a tuple's 0.25 us."""
 
     doc: int
     path: str
@@ -767,8 +768,7 @@ class Candidate:
     shadowed: bool = False  # a private module behind a public one (see `shadowed_private`)
 
 
-@dataclass(frozen=True)
-class Ranked:
+class Ranked(NamedTuple):
     doc: int
     score: float
 
