@@ -237,3 +237,83 @@ def test_safetensors_reader_round_trip() -> None:
 def test_safetensors_reader_rejects_malformed_files(blob: bytes) -> None:
     with pytest.raises(SafetensorsError):
         parse_safetensors(blob)
+
+
+def _naive_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, n: int) -> np.ndarray:
+    """Float64 softmax attention of one sequence over its first `n` keys, heads on axis 1."""
+    scores = np.einsum("lhd,mhd->hlm", q, k)[:, :, :n].astype(np.float64)
+    scores -= scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return np.einsum("hlm,mhd->lhd", weights, v[:n].astype(np.float64))
+
+
+@pytest.mark.parametrize("scale", [0.3, 6.0])  # scores within the no-shift bound, and far beyond exp's range
+def test_attention_matches_naive_softmax_on_padded_batches(scale: float) -> None:
+    heads, head_dim, length = 4, 8, 6
+    lengths = [6, 3, 1]
+    rng = np.random.default_rng(7)
+    qkv = rng.standard_normal((len(lengths), length, 3 * heads * head_dim)).astype(np.float32)
+    qkv[..., : heads * head_dim] *= scale
+    qkv[..., heads * head_dim : 2 * heads * head_dim] *= scale
+    values = np.ones((len(lengths), heads, length, head_dim + 1), dtype=np.float32)
+    ctx = np.empty((len(lengths) * length, heads * head_dim), dtype=np.float32)
+    scores = np.empty((len(lengths), heads, length, length), dtype=np.float32)
+    minilm._attention(qkv.copy(), lengths, values, scores, np.empty_like(values), ctx)
+    got = ctx.reshape(len(lengths), length, heads, head_dim)
+    split = qkv.reshape(len(lengths), length, 3, heads, head_dim)
+    scores_reach = np.abs(np.einsum("blhd,bmhd->b", split[:, :, 0], split[:, :, 1])).max()
+    assert (scores_reach > 200) == (scale > 1), "the large case must leave float32 exp's range"
+    for row, n in enumerate(lengths):
+        expected = _naive_attention(split[row, :, 0], split[row, :, 1], split[row, :, 2], n)
+        np.testing.assert_allclose(got[row], expected, rtol=1e-4, atol=1e-5)
+
+
+def _gelu_tanh64(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x**3)))
+
+
+def _naive_forward(model_dir: Path, ids: list[int]) -> np.ndarray:
+    """BERT + mean pooling in float64 straight from the checkpoint, every bias where the paper puts it."""
+    from codebase_index.embeddings.safetensors_reader import read_safetensors
+
+    raw = {
+        k.removeprefix("bert."): v.astype(np.float64)
+        for k, v in read_safetensors(model_dir / "model.safetensors").items()
+    }
+
+    def ln(x: np.ndarray, name: str) -> np.ndarray:
+        x = x - x.mean(axis=-1, keepdims=True)
+        x = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-12)
+        return x * raw[name + ".weight"] + raw[name + ".bias"]
+
+    def dense(x: np.ndarray, name: str) -> np.ndarray:
+        return x @ raw[name + ".weight"].T + raw[name + ".bias"]
+
+    n, heads, head_dim = len(ids), 12, 32
+    x = raw["embeddings.word_embeddings.weight"][ids] + raw["embeddings.position_embeddings.weight"][:n]
+    x = ln(x + raw["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm")
+    for i in range(6):
+        p = f"encoder.layer.{i}."
+        q, k, v = (
+            dense(x, p + "attention.self." + part).reshape(n, heads, head_dim)
+            for part in ("query", "key", "value")
+        )
+        ctx = _naive_attention(q / np.sqrt(head_dim), k, v, n).reshape(n, heads * head_dim)
+        x = ln(dense(ctx, p + "attention.output.dense") + x, p + "attention.output.LayerNorm")
+        h = _gelu_tanh64(dense(x, p + "intermediate.dense"))
+        x = ln(dense(h, p + "output.dense") + x, p + "output.LayerNorm")
+    pooled = x.mean(axis=0)
+    return pooled / np.linalg.norm(pooled)
+
+
+def test_folded_biases_match_a_naive_float64_forward(embedder: MiniLMEmbedder) -> None:
+    # The fast path drops the key bias and folds the value bias into the output bias: exact algebra, so
+    # it must agree with the textbook forward pass to float32 rounding, far tighter than the 0.999 above.
+    model = embedder._loaded()
+    texts = [TEXTS[1], TEXTS[3], TEXTS[5]]
+    token_ids = embedder._encode(model, texts)
+    got = embedder.embed_documents(texts)
+    for row, ids in enumerate(token_ids):
+        expected = _naive_forward(embedder.model_dir, ids)
+        assert float(got[row] @ expected) >= 0.9999995
