@@ -7,12 +7,17 @@ figures are comparable across machines of one kind. Run:
 
 It also times the pool with OpenBLAS left at its own thread count (`blas=default`) to show why the
 embedder pins BLAS to one thread per worker.
+
+The machine is often shared, so every row also says how many cores the run actually got (process CPU
+time / wall time) and its chunks per CPU-second: a 2-thread figure at "cores 1.1" was measured with one
+core busy elsewhere and says little about the 2-core speed, while chunks per CPU-second barely moves.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import statistics
 import sysconfig
 import time
@@ -90,18 +95,24 @@ def main() -> None:
         embedders[threads, batch, blas] = embedder
     # Rounds interleave the configurations so a burst of load from other processes hits them all alike.
     times: dict[tuple[int, int, str], list[float]] = {c: [] for c in configs}
+    cpu: dict[tuple[int, int, str], list[float]] = {c: [] for c in configs}
+    print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     for _ in range(args.repeat):
         for config in configs:
             with blas_untouched() if config[2] == "default" else contextlib.nullcontext():
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 embedders[config].embed_documents(chunks)
                 times[config].append(time.perf_counter() - t0)
+                cpu[config].append(time.process_time() - c0)
     for (threads, batch, blas), runs in times.items():
         best, median = min(runs), statistics.median(runs)
+        cpu_median = statistics.median(cpu[threads, batch, blas])
         print(
             f"threads={threads} batch={batch:>2} blas={blas:<8} best {len(chunks) / best:5.1f} chunks/s "
-            f"({sum(lengths) / best:5.0f} tokens/s), median {len(chunks) / median:5.1f} chunks/s"
+            f"({sum(lengths) / best:5.0f} tokens/s), median {len(chunks) / median:5.1f} chunks/s, "
+            f"cores {cpu_median / median:4.2f}, {len(chunks) / cpu_median:5.1f} chunks/CPU-s"
         )
+    print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
     queries = [
         "where is the gitignore parsed",
