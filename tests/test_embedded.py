@@ -317,3 +317,22 @@ def test_folded_biases_match_a_naive_float64_forward(embedder: MiniLMEmbedder) -
     for row, ids in enumerate(token_ids):
         expected = _naive_forward(embedder.model_dir, ids)
         assert float(got[row] @ expected) >= 0.9999995
+
+
+def test_plan_batches_bounds_padded_tokens_and_count() -> None:
+    lengths = [3, 4, 4, 10, 30, 40, 300]
+    batches = minilm._plan_batches(lengths, max_texts=3, max_tokens=40)
+    assert [p for batch in batches for p in batch] == list(range(len(lengths)))  # every text once, in order
+    assert batches == [[0, 1, 2], [3], [4], [5], [6]]  # count cap, then 2 x 30 > 40, one text even if over
+    for batch in batches[:-1]:
+        assert len(batch) * max(lengths[p] for p in batch) <= 40
+    assert minilm._plan_batches([5] * 9, max_texts=16, max_tokens=20) == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert minilm._plan_batches([], max_texts=4, max_tokens=100) == []
+
+
+def test_token_budget_batches_give_the_same_vectors(embedder: MiniLMEmbedder) -> None:
+    tight = MiniLMEmbedder(threads=2, batch_size=16, batch_tokens=1)  # one text per batch
+    tight._model = embedder._loaded()
+    np.testing.assert_allclose(tight.embed_documents(TEXTS), embedder.embed_documents(TEXTS), atol=2e-5)
+    with pytest.raises(ValueError, match="batch_tokens"):
+        MiniLMEmbedder(batch_tokens=0)
