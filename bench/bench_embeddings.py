@@ -87,8 +87,8 @@ def main() -> None:
     )
 
     # Batches are capped at 16 texts (the provider's default) and `tokens` padded tokens.
-    configs = [(t, b, "1/worker") for t in (1, 2) for b in (512, 1024, 2048)]
-    configs += [(1, 1024, "default"), (2, 1024, "default")]
+    configs = [(t, b, "1/worker") for t in (1, 2) for b in (256, 512, 1024)]
+    configs += [(1, 512, "default"), (2, 512, "default")]
     embedders = {}
     for threads, batch, blas in configs:
         embedder = MiniLMEmbedder(threads=threads, batch_size=16, batch_tokens=batch)

@@ -36,9 +36,10 @@ _REQUIRED_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 # capping the characters we hand the tokenizer only guards against megabyte-sized strings.
 _CHARS_PER_TOKEN_CAP = 128
 _MASKED = np.float32(-1e9)
-# Padded tokens per sub-batch: ~7 chunks of 135 tokens, 4 of 256. Smaller batches keep the attention
-# scores and GELU activations nearer the cache; a fixed count would make 256-token batches 4x larger.
-_BATCH_TOKENS = 1024
+# Padded tokens per sub-batch: 3 chunks of 135 tokens, 2 of 256, 16 of 32. Small batches keep the attention
+# scores and GELU activations nearer the cache and split the work finely between the two workers; a
+# fixed count would make 256-token batches 8x larger. Stdlib pipeline, 2 threads: 512 beats 1024 by 4.5%.
+_BATCH_TOKENS = 512
 _GELU_C = np.float32(math.sqrt(2.0 / math.pi))
 # float32 exp overflows above ~88.7 and leaves normal numbers above ~-87.3: attention scores bounded by
 # this in absolute value need no max subtraction before exp (see _attention).
