@@ -268,7 +268,7 @@ def patched_search(self: Engine, query: str, **kwargs: Any) -> Any:
 
 
 rerank._fused = patched_fused  # type: ignore[assignment,unused-ignore]
-rerank.rank = patched_rank
+rerank.rank = patched_rank  # type: ignore[assignment,unused-ignore]
 VectorSnapshot.semantic_hits = patched_semantic  # type: ignore[method-assign]
 Engine.search = patched_search  # type: ignore[method-assign]
 
