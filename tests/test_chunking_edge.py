@@ -288,6 +288,47 @@ def test_yaml_comment_above_a_key_goes_with_that_key() -> None:
     assert chunks[1].start_line == 4 and chunks[1].symbol == "d"
 
 
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("package.json", '{"name":"demo","version":"1.0.0","private":true}'),
+        ("package.json", '{"name":"demo","version":"1.0.0","private":true}\n'),
+        ("a.json", '{"a": 1,\n"b": 2, "c": 3, "d": 4}\n'),
+        ("a.yaml", "{a: 1, b: 2, c: 3}\n"),
+        ("a.yml", "a: 1\nb: {x: 1}\nc: 2\n---\nd: 1\n"),
+        ("a.toml", "a = 1\nb = 2\n[t]\nc = 3\n"),
+    ],
+)
+def test_data_files_with_more_keys_than_lines(path: str, text: str) -> None:
+    """Several keys on one line (one-line or minified JSON, YAML flow maps) share one region: the
+    chunker used to give each key a line of its own and ran off the end of the file (IndexError)."""
+    chunks = chunk_text(path, text)
+    assert chunks and uncovered(text, chunks) == []
+    assert all(1 <= c.start_line <= c.end_line <= len(text.splitlines()) for c in chunks)
+
+
+def test_one_line_json_is_labelled_with_its_keys() -> None:
+    chunks = chunk_text("package.json", '{"name":"demo","version":"1.0.0","private":true}')
+    assert spans(chunks) == [(1, 1, "block", "name, version, private")]
+
+
+def test_minified_json_config_is_cut_by_characters() -> None:
+    data = {f"key_{i}": {"value": i, "text": "x" * 40} for i in range(300)}
+    text = json.dumps(data, separators=(",", ":"))
+    chunks = chunk_text("tokenizer_config.json", text, max_chunk_tokens=128)
+    assert len(chunks) > 10 and all(len(c.text) <= 512 for c in chunks)
+    assert "".join(c.text for c in chunks) == text
+
+
+def test_json_with_a_line_separator_inside_a_string_keeps_rows_in_range() -> None:
+    # str.splitlines breaks at U+2028 and form feeds, tree-sitter does not: rows must be clamped.
+    text = '{"a": "x\u2028y\u2028z\u2028w",\n"b": 1, "c": 2, "d": 3, "e": 4}\n'.encode().decode(
+        "unicode_escape"
+    )
+    chunks = chunk_text("a.json", text)
+    assert chunks and all(c.end_line <= len(text.splitlines()) for c in chunks)
+
+
 def test_svelte_and_astro_scripts_are_chunked_as_code() -> None:
     svelte = (
         "<script>\n  export let name;\n  function hi() {\n    return name;\n  }\n</script>\n"

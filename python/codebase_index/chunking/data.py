@@ -87,20 +87,35 @@ def chunk_data(text: str, lines: list[str], language: str, max_chars: int) -> li
     items = _items(tree.root_node, language, src)
     if not items:
         return chunk_windows(lines, max_chars)
-    # Regions partition the file: each key owns the lines up to the next key's comments.
-    starts = [0]
-    for k in range(1, len(items)):
+    last = len(lines) - 1
+    # Regions partition the file: each key owns the lines up to the next key's comments. Keys that
+    # start on the line of the key before them (one-line or minified JSON, flow mappings) share its
+    # region, so there are never more regions than lines. Rows are clamped to the line list:
+    # tree-sitter counts only "\n" as a line break, `str.splitlines` a few more characters.
+    regions: list[tuple[int, int, int, list[str]]] = []  # start line, key line, end line, keys
+    keys: list[list[str]] = []
+    prev_row = -1
+    for row, _end, key in items:
+        row = min(row, last)
+        if regions and row <= prev_row:
+            keys[-1].append(key)
+            continue
         # Floor at the previous key's first line: grammars may file the comment under that key.
-        starts.append(max(_attach_comments(lines, items[k][0], items[k - 1][0]), starts[-1] + 1))
+        start = _attach_comments(lines, row, prev_row) if regions else 0
+        if regions:
+            start = max(start, regions[-1][0] + 1)
+        regions.append((start, row, last, []))
+        keys.append([key])
+        prev_row = row
     regions = [
-        (starts[k], (starts[k + 1] - 1) if k + 1 < len(items) else len(lines) - 1, items[k][0], items[k][2])
-        for k in range(len(items))
+        (start, row, (regions[k + 1][0] - 1) if k + 1 < len(regions) else last, keys[k])
+        for k, (start, row, _, _) in enumerate(regions)
     ]
     pieces: list[Piece] = []
-    group: list[tuple[int, int, int, str]] = []
+    group: list[tuple[int, int, int, list[str]]] = []
     size = 0
     for region in regions:
-        rsize = sum(len(lines[i]) + 1 for i in range(region[0], region[1] + 1))
+        rsize = sum(len(lines[i]) + 1 for i in range(region[0], region[2] + 1))
         if group and size + rsize > max_chars:
             pieces.append(_piece(group))
             group, size = [], 0
@@ -111,5 +126,6 @@ def chunk_data(text: str, lines: list[str], language: str, max_chars: int) -> li
     return materialize(pieces, lines, max_chars)
 
 
-def _piece(group: list[tuple[int, int, int, str]]) -> Piece:
-    return Piece(group[0][0], group[-1][1], "block", _label([g[3] for g in group]), group[0][2])
+def _piece(group: list[tuple[int, int, int, list[str]]]) -> Piece:
+    """One chunk from consecutive regions (start, key line, end, keys)."""
+    return Piece(group[0][0], group[-1][2], "block", _label([k for g in group for k in g[3]]), group[0][1])
