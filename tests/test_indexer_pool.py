@@ -93,3 +93,59 @@ def test_small_runs_stay_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     finally:
         engine.close()
     assert report.files == 81 and report.chunks_added > 0
+
+
+# -- containment: a worker that dies or raises loses one file, never the run ------------------------------
+
+POISON = "poison"
+
+
+def dying_process_file(path: str, text: str, language: str, extract_graph: bool = False) -> object:
+    """Stands in for indexer.process_file inside the spawned workers (pickled by reference to this
+    module): the process dies on the poisoned file the way a native crash or the OOM killer ends it."""
+    import os
+
+    from codebase_index.indexer import process_file
+
+    if POISON in text:
+        os._exit(3)
+    return process_file(path, text, language, extract_graph)
+
+
+def dying_chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[object]:
+    return [dying_process_file(path, text, language, extract_graph) for path, text, language in items]
+
+
+def raising_chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[object]:
+    if any(POISON in text for _, text, _ in items):
+        raise MemoryError("worker ran out of memory")
+    return dying_chunk_many(items, extract_graph)
+
+
+@pytest.mark.parametrize("batch_fn", [dying_chunk_many, raising_chunk_many])
+def test_a_failing_worker_loses_only_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_fn: object
+) -> None:
+    repo = tmp_path / "repo"
+    make_repo(repo, 6)
+    (repo / "pkg" / "bad.py").write_text(f"# {POISON}\ndef cursed():\n    return 1\n")
+    real_chunk_many, real_process_file = indexer_module._chunk_many, indexer_module.process_file
+    monkeypatch.setattr(indexer_module, "PARALLEL_THRESHOLD_BYTES", 0)
+    monkeypatch.setattr(indexer_module, "_chunk_many", batch_fn)
+    monkeypatch.setattr(indexer_module, "process_file", dying_process_file)
+    engine = Engine(repo, index_path=tmp_path / "index", workers=2)
+    try:
+        report = engine.index()
+        status = engine.status()
+        assert report.files == 7 and report.skipped.get("error") == 1
+        assert [(e.path, "worker process failed" in e.detail) for e in status.errors] == [
+            ("pkg/bad.py", True)
+        ]
+        assert engine.search("work_3", mode="keyword").results  # the other files are all there
+        # Retried, not cached as done: once the file no longer kills its worker it is indexed.
+        monkeypatch.setattr(indexer_module, "_chunk_many", real_chunk_many)
+        monkeypatch.setattr(indexer_module, "process_file", real_process_file)
+        again = engine.index()
+        assert again.files == 8 and "error" not in again.skipped and engine.status().errors == []
+    finally:
+        engine.close()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from .format import duration, format_embeddings, format_graph_status
+from .format import duration, format_embeddings, format_graph_status, problem_lines
 from .models import CHUNK_KINDS
 from .search import Filters
 
@@ -132,6 +132,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         f"{report.files_removed} removed), {report.chunks} chunks ({report.chunks_added} new) "
         f"on branch {report.branch} in {report.seconds:.2f}s; skipped: {skipped}"
     )
+    for line in problem_lines(report):
+        print(line)
     if embed_line:
         print(embed_line)
     if args.verbose:
@@ -254,6 +256,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"chunks:      {status.chunks}")
     print(f"vocabulary:  {status.vocabulary} terms")
     print(f"skipped:     {skipped}")
+    for row in status.errors:
+        print(f"  error {row.path}: {row.detail}")
     print(f"indexed at:  {when}")
     emb = status.embeddings
     if emb is not None:

@@ -85,12 +85,31 @@ def format_index_report(report: Any, skipped: Sequence[Any] = (), limit: int = 5
         f"{report.files_removed} removed), {report.chunks} chunks ({report.chunks_added} new) on branch "
         f"{report.branch} in {report.seconds:.2f}s; skipped: {_counts(report.skipped)}"
     )
-    lines = [text]
+    lines = [text, *problem_lines(report)]
     for row in list(skipped)[:limit]:
         lines.append(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
     if len(skipped) > limit:
         lines.append(f"  … ({len(skipped) - limit} more skipped files)")
     return "\n".join(lines)
+
+
+def problem_lines(report: Any) -> list[str]:
+    """What an index run contained instead of failing: files it could not index, chunker fallbacks and
+    code-graph failures (the log has each one's traceback)."""
+    out: list[str] = []
+    errors = report.skipped.get("error", 0)
+    if errors:
+        out.append(
+            f"{errors} files not indexed because of an error (retried next run; index --verbose lists them)"
+        )
+    fallbacks = getattr(report, "chunk_fallbacks", 0)
+    if fallbacks:
+        out.append(f"{fallbacks} files indexed as line windows after their chunker failed (see the log)")
+    if getattr(report, "graph_errors", 0):
+        out.append(
+            f"{report.graph_errors} files indexed without a code graph after extraction failed (see the log)"
+        )
+    return out
 
 
 def format_estimate(estimate: Mapping[str, Any]) -> str:
@@ -123,6 +142,8 @@ def format_status(status: Any, *, running: bool = False) -> str:
         f"updated {_when(status.last_indexed_at)}",
         f"skipped: {_counts(status.skipped)}",
     ]
+    for row in getattr(status, "errors", ()):
+        lines.append(f"  error {row.path}: {row.detail}")
     if status.embeddings is not None:
         lines.append("embeddings: " + format_embeddings(status.embeddings))
     if getattr(status, "graph", None) is not None:

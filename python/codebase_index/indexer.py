@@ -60,6 +60,8 @@ class IndexReport(msgspec.Struct):
     # Files whose code-graph extraction failed (their chunks are indexed; see the log), in the run or
     # in the extraction pass index() waited for.
     graph_errors: int = 0
+    # Files whose chunker raised and that were indexed as line windows instead (see the log).
+    chunk_fallbacks: int = 0
     # What the code-graph edge refresh of this run did (None: nothing was written).
     graph: EdgeRefresh | None = None
     # Files per knowledge base (by label) after this run; filled by the engine.
@@ -67,6 +69,8 @@ class IndexReport(msgspec.Struct):
 
 
 GRAPH_ENV = "CODEBASE_INDEX_NO_GRAPH"
+# Files no chunker knows (a type the user added with include/additionalInclude) are cut into line windows.
+TEXT_LANGUAGE = "text"
 
 
 def graph_enabled() -> bool:
@@ -95,33 +99,87 @@ def chunk_and_tokenize(path: str, text: str, language: str) -> list[ChunkRecord]
     return process_file(path, text, language).records
 
 
+ERROR_DETAIL_CHARS = 300
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as the one line status and `index --verbose` show: `Type: first line of message`."""
+    message = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    return text if len(text) <= ERROR_DETAIL_CHARS else text[: ERROR_DETAIL_CHARS - 1] + "…"
+
+
 class ProcessedFile(msgspec.Struct):
-    """One file's chunks, plus its code graph when extracted in the run (`graph_error`: why it failed)."""
+    """One file's chunks, plus its code graph when extracted in the run (`graph_error`: why it failed).
+
+    `error` set: the file could not be chunked or tokenized at all (no records; the run skips it under
+    reason "error" and retries it next time). `fallback` set: its chunker raised and the file was cut
+    into line windows instead (indexed; the run logs it)."""
 
     records: list[ChunkRecord]
     graph: EncodedGraph | None = None
     graph_error: str = ""
+    error: str = ""
+    fallback: str = ""
 
 
 def process_file(path: str, text: str, language: str, extract_graph: bool = False) -> ProcessedFile:
     """Chunk and tokenize one file; with `extract_graph`, also extract its code graph from the chunker's
-    own parse (files the chunker does not parse, minified code cut into windows, get no graph)."""
+    own parse (files the chunker does not parse, minified code cut into windows, get no graph).
+
+    Never raises: whatever one file does to the chunker, tokenizer or graph extractor is contained here
+    (in the worker process when there is one) and reported in the result."""
     trees: list[Tree] = []
     on_tree = trees.append if extract_graph and graph_language(language) else None
-    records = []
-    for span in chunk_text(path, text, language, on_tree=on_tree):
-        records.append(ChunkRecord(span, chunk_hash(span.text), dict(Counter(tokenize(span.text)))))
+    fallback: list[str] = []
+    try:
+        spans = chunk_text(
+            path, text, language, on_tree=on_tree, on_error=lambda e: fallback.append(one_line(e))
+        )
+        records = [
+            ChunkRecord(span, chunk_hash(span.text), dict(Counter(tokenize(span.text)))) for span in spans
+        ]
+    except Exception as exc:  # even line windows or the tokenizer failed: the file is skipped, not the run
+        return ProcessedFile([], error=one_line(exc))
+    done = ProcessedFile(records, fallback=fallback[0] if fallback else "")
     if not trees:
-        return ProcessedFile(records)
+        return done
     try:
         rows = extract_rows(path, text, language, trees[0])
-        return ProcessedFile(records, None if rows is None else encode_rows(rows))
+        done.graph = None if rows is None else encode_rows(rows)
     except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
-        return ProcessedFile(records, None, f"{type(exc).__name__}: {exc}")
+        done.graph_error = one_line(exc)
+    return done
 
 
 def _chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[ProcessedFile]:
     return [process_file(path, text, language, extract_graph) for path, text, language in items]
+
+
+def _chunk_alone(
+    items: Sequence[tuple[str, str, str]], extract_graph: bool, cause: str
+) -> list[ProcessedFile]:
+    """The files of a batch whose worker failed (died: killed, out of memory, a crash in native code),
+    each in a one-worker pool of its own process so a file that kills its worker again is the only one
+    lost: it comes back as an error, the others as usual."""
+    out: list[ProcessedFile] = []
+    context = multiprocessing.get_context("spawn")
+    pool: ProcessPoolExecutor | None = None
+    try:
+        for item in items:
+            if pool is None:
+                pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            try:
+                out.append(pool.submit(process_file, *item, extract_graph).result())
+            except Exception as exc:
+                out.append(ProcessedFile([], error=f"worker process failed on this file ({one_line(exc)})"))
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = None
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    log.warning("a chunking worker failed (%s); its %d files were redone one by one", cause, len(items))
+    return out
 
 
 class _Pending(msgspec.Struct):
@@ -172,7 +230,7 @@ class Indexer:
         self.store = store
         self.workers = workers
         self._scan: _ScanCache | None = None
-        # path -> (stat, skip): files that discovery passes but reading rejects (binary, no chunker).
+        # path -> (stat, skip): files that discovery passes but reading rejects (binary, generated).
         self._read_skips: dict[str, tuple[Stat, SkippedRow]] = {}
         # (branch, generation) -> what the store holds, valid while nobody writes.
         self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
@@ -187,6 +245,7 @@ class Indexer:
         # graph.extractor: for callers that wait for the graph anyway (CLI index), it saves a re-parse.
         self.extract_graph = False
         self._graph_errors = 0
+        self._fallbacks = 0
 
     # -- discovery --------------------------------------------------------------------------------------
 
@@ -309,6 +368,7 @@ class Indexer:
         report = progress or (lambda phase, done, total: None)
         self.last_graph = None
         self._graph_errors = 0
+        self._fallbacks = 0
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
             if store.get_meta("pipeline_version") != PIPELINE_VERSION:
@@ -355,7 +415,8 @@ class Indexer:
                     continue
                 item = self._prepare(entry, old, force)
                 if isinstance(item, SkippedRow):
-                    read_skips[entry.path] = (stat_now, item)
+                    if item.reason != "error":  # errors are retried by the next run
+                        read_skips[entry.path] = (stat_now, item)
                     skipped.append(item)
                 elif item is not None:
                     pending.append(item)
@@ -371,7 +432,7 @@ class Indexer:
                 and frozenset(skipped) == stored_skipped
                 and store.has_catalog(branch)
             ):
-                self._synced = (branch, generation)
+                self._synced = None if _has_errors(skipped) else (branch, generation)
                 return self._report(branch, counts, 0, unchanged, 0, 0, skipped, started)
 
             to_chunk = self._to_chunk(pending, force)
@@ -384,9 +445,12 @@ class Indexer:
                 store.set_meta("pipeline_version", PIPELINE_VERSION)
                 store.bump_generation()
 
-            chunks_added = self._write(store, branch, pending, removed, to_chunk, finish, force, report)
+            chunks_added = self._write(
+                store, branch, pending, removed, skipped, to_chunk, finish, force, report
+            )
             counts = store.counts(branch)
-            self._synced = (branch, store.generation())
+            # A run with errors is never "in sync": the next one must retry those files.
+            self._synced = None if _has_errors(skipped) else (branch, store.generation())
         files_changed = sum(1 for p in pending if p.text is not None)
         return self._report(
             branch,
@@ -402,10 +466,18 @@ class Indexer:
     def _prepare(
         self, entry: DiscoveredFile, old: tuple[int, int, int, str, str] | None, force: bool
     ) -> _Pending | SkippedRow | None:
-        """Read one changed file: the row to write, or why it is skipped."""
-        language = language_for_path(entry.path)
-        if language is None:
-            return SkippedRow(entry.path, "unsupported", "no chunker for this file type")
+        """Read one changed file: the row to write, or why it is skipped (an exception while reading is
+        reason "error": logged, never cached, so the next run tries again)."""
+        try:
+            return self._read(entry, old, force)
+        except Exception as exc:
+            log.warning("reading %s failed: %s", entry.path, exc, exc_info=True)
+            return SkippedRow(entry.path, "error", f"while reading: {one_line(exc)}")
+
+    def _read(
+        self, entry: DiscoveredFile, old: tuple[int, int, int, str, str] | None, force: bool
+    ) -> _Pending | SkippedRow | None:
+        language = language_for_path(entry.path) or TEXT_LANGUAGE
         text = discovery.read_text(entry.abs_path, entry.path)
         if not isinstance(text, str):
             return SkippedRow(entry.path, text.reason, text.detail)
@@ -450,6 +522,7 @@ class Indexer:
             seconds=round(time.perf_counter() - started, 3),
             graph_errors=self._graph_errors,
             graph=self.last_graph,
+            chunk_fallbacks=self._fallbacks,
         )
 
     # -- path-level runs (the watcher) --------------------------------------------------------------------
@@ -469,6 +542,7 @@ class Indexer:
         report = progress or (lambda phase, done, total: None)
         self.last_graph = None
         self._graph_errors = 0
+        self._fallbacks = 0
         wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
         if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted) or any(
             os.path.isdir(os.path.join(self.root, p)) for p in wanted
@@ -535,7 +609,7 @@ class Indexer:
 
                 if pending or removed or skipped or _has_skips(store, branch, touched):
                     chunks_added = self._write(
-                        store, branch, pending, removed, to_chunk, finish, False, report
+                        store, branch, pending, removed, skipped, to_chunk, finish, False, report
                     )
                 else:
                     chunks_added = 0
@@ -561,24 +635,49 @@ class Indexer:
         store: Store,
         branch: str,
         pending: list[_Pending],
-        removed: Sequence[str],
+        removed: list[str],
+        skipped: list[SkippedRow],
         to_chunk: dict[str, _Pending],
         finish: Callable[[], None],
         force: bool,
         report: ProgressFn,
     ) -> int:
+        """Chunk what is new, then store files, chunks and graph marks in batches; `finish` runs in the
+        last transaction. Files whose processing failed are moved from `pending` to `skipped` (and their
+        old rows to `removed`) before anything is written, so `finish` sees them."""
         graphs = GraphStore(store.conn)
-        # Before anything is overwritten: which paths change content, and what their old contents provided
-        # (callers of a removed or renamed symbol must be re-resolved too).
         before = graphs.branch_keys(branch, [p.row.path for p in pending] + list(removed))
-        changed = [p.row.path for p in pending if before.get(p.row.path) != p.row.content_key]
-        old_names = graphs.content_provides({before[p] for p in [*changed, *removed] if p in before})
         processed = self._chunk_all(list(to_chunk.values()), report)
-        chunked = {key: item.records for key, item in processed.items()}
+        failed: dict[str, str] = {}
         for key, done in processed.items():
+            path = to_chunk[key].row.path
+            if done.error:
+                failed[key] = done.error
+            elif done.fallback:
+                self._fallbacks += 1
+                log.warning("chunking %s failed (%s); indexed as line windows", path, done.fallback)
             if done.graph_error:
                 self._graph_errors += 1
-                log.warning("code graph of %s not extracted: %s", to_chunk[key].row.path, done.graph_error)
+                log.warning("code graph of %s not extracted: %s", path, done.graph_error)
+        if failed:
+            # Contained: such a file gets no row (so the next run tries it again), its old row goes, and
+            # it is listed under "error" with the exception's one line.
+            kept: list[_Pending] = []
+            for item in pending:
+                error = failed.get(item.row.content_key)
+                if error is None:
+                    kept.append(item)
+                    continue
+                log.warning("%s not indexed: %s", item.row.path, error)
+                skipped.append(SkippedRow(item.row.path, "error", error))
+                if item.row.path in before:
+                    removed.append(item.row.path)
+            pending[:] = kept
+        # Before anything is overwritten: which paths change content, and what their old contents provided
+        # (callers of a removed or renamed symbol must be re-resolved too).
+        changed = [p.row.path for p in pending if before.get(p.row.path) != p.row.content_key]
+        old_names = graphs.content_provides({before[p] for p in [*changed, *removed] if p in before})
+        chunked = {key: item.records for key, item in processed.items() if key not in failed}
         vocab = store.vocabulary() if chunked else None
         chunks_added = 0
         total = len(pending)
@@ -642,7 +741,7 @@ class Indexer:
                 if (i + 1) % 50 == 0 or i + 1 == total:
                     report("chunk", i + 1, total)
             return out
-        batches = _batches_by_size(work, keys, target_bytes=256 * 1024)
+        batches = list(_batches_by_size(work, keys, target_bytes=256 * 1024))
         done = 0
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
@@ -650,12 +749,20 @@ class Indexer:
                 (batch_keys, pool.submit(_chunk_many, batch, self.extract_graph))
                 for batch_keys, batch in batches
             ]
-            for batch_keys, future in futures:
-                for key, records in zip(batch_keys, future.result(), strict=True):
+            for (batch_keys, future), (_, batch) in zip(futures, batches, strict=True):
+                try:
+                    results = future.result()
+                except Exception as exc:  # the worker died or the pool broke: isolate the batch's files
+                    results = _chunk_alone(batch, self.extract_graph, one_line(exc))
+                for key, records in zip(batch_keys, results, strict=True):
                     out[key] = records
                 done += len(batch_keys)
                 report("chunk", done, total)
         return out
+
+
+def _has_errors(skipped: Iterable[SkippedRow]) -> bool:
+    return any(s.reason == "error" for s in skipped)
 
 
 def _has_skips(store: Store, branch: str, paths: Iterable[str]) -> bool:

@@ -53,6 +53,8 @@ SEARCH_MODES = ("keyword", "semantic", "hybrid")
 QUERY_CACHE_SIZE = 256
 # Candidates each retriever hands to fusion, at least; more when more results are asked for.
 CANDIDATE_POOL = 50
+# Files with reason "error" that `status` names (all of them are counted).
+STATUS_ERRORS = 20
 
 
 class IndexStatus(msgspec.Struct):
@@ -68,6 +70,9 @@ class IndexStatus(msgspec.Struct):
     last_indexed_at: float | None
     embeddings: EmbeddingStatus | None = None
     graph: GraphStatus | None = None
+    # Files the last run could not index because something raised (reason "error" in `skipped`), each
+    # with the exception's one line; the next run retries them.
+    errors: list[SkippedRow] = msgspec.field(default_factory=list)
 
 
 class GraphStatus(msgspec.Struct):
@@ -740,6 +745,7 @@ class Engine:
             )
         store = self.store
         counts = store.counts(branch)
+        skipped = store.skipped(branch)
         last = store.get_meta("last_indexed_at")
         provider = self.embedding_provider()
         model = provider.model_id if provider is not None else store.get_meta(META_MODEL)
@@ -772,7 +778,8 @@ class Engine:
             files=counts["files"],
             chunks=counts["chunks"],
             vocabulary=counts["vocabulary"],
-            skipped=dict(Counter(s.reason for s in store.skipped(branch))),
+            skipped=dict(Counter(s.reason for s in skipped)),
+            errors=[s for s in skipped if s.reason == "error"][:STATUS_ERRORS],
             size_bytes=store.size_on_disk(),
             last_indexed_at=float(last) if last else None,
             embeddings=embeddings,

@@ -47,11 +47,14 @@ def chunk_text(
     *,
     max_chunk_tokens: int = 512,
     on_tree: Callable[[Tree], None] | None = None,
+    on_error: Callable[[Exception], None] | None = None,
 ) -> list[ChunkSpan]:
     """Cut one file into chunks ordered by start line; every non-blank line lands in some chunk.
 
     `language` defaults to `language_for_path(path)`; unknown languages get line windows.
     `on_tree` receives the tree-sitter tree of a grammar-chunked file (the code graph reuses it).
+    A structured chunker that raises falls back to line windows (the file stays searchable) and
+    `on_error` receives the exception, so the caller can report it.
     `max_chunk_tokens` bounds a chunk at about 4 characters per token: larger definitions are
     split into overlapping windows that repeat the signature line.
     """
@@ -66,13 +69,21 @@ def chunk_text(
     if len(text) > _MINIFIED_LINE_CHARS * len(lines):
         # Minified/generated code: thousands of definitions share a line; windows serve it better.
         return chunk_windows(lines, max_chars)
+    try:
+        return _chunk_structured(text, lines, language, max_chars, on_tree)
+    except Exception as exc:  # a grammar or chunker surprise must not lose the file
+        _log.warning("chunking %s as %s failed; using line windows", path, language, exc_info=True)
+        if on_error is not None:
+            on_error(exc)
+        return chunk_windows(lines, max_chars)
+
+
+def _chunk_structured(
+    text: str, lines: list[str], language: str | None, max_chars: int, on_tree: Callable[[Tree], None] | None
+) -> list[ChunkSpan]:
     spec = SPECS.get(language or "")
     if spec is not None:
-        try:
-            return chunk_code(text, lines, spec, max_chars, on_tree)
-        except Exception:  # a grammar or resolver surprise must not lose the file
-            _log.warning("chunking %s as %s failed; using line windows", path, language, exc_info=True)
-            return chunk_windows(lines, max_chars)
+        return chunk_code(text, lines, spec, max_chars, on_tree)
     if language == "markdown":
         return chunk_markdown(lines, max_chars)
     if language in _DATA:
