@@ -264,11 +264,51 @@ def test_read_text_binary_invalid_utf8_missing_and_grown(tmp_path: Path) -> None
     grown = write(tmp_path, "grown.py", "x" * 20)
     assert read_text(str(nul), "nul.py") == SkippedFile("nul.py", "binary", "NUL byte")
     assert read_text(str(late_nul)) == "a" * 9000 + "\x00"  # only the first 8 KiB are sniffed
-    assert read_text(str(latin1), "latin.py") == SkippedFile("latin.py", "binary", "invalid UTF-8 at byte 3")
+    assert read_text(str(latin1), "latin.py") == "caf\xe9\n"  # not UTF-8, but text: decoded, not "binary"
     missing = read_text(str(tmp_path / "gone.py"), "gone.py")
     assert isinstance(missing, SkippedFile) and missing.reason == "unreadable"
     too_big = read_text(str(grown), "grown.py", max_size=10)
     assert isinstance(too_big, SkippedFile) and too_big.reason == "too-large"
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "text"),
+    [
+        # PEP 263 coding line (first or second line) names the codec.
+        ("ru.py", "# -*- coding: koi8-r -*-\nname = 'привет'\n".encode("koi8-r"), "name = 'привет'"),
+        ("ru2.py", "#!/usr/bin/env python\n# coding=cp1251\ns = 'мир'\n".encode("cp1251"), "s = 'мир'"),
+        # XML declaration and HTML meta charset.
+        (
+            "a.xml",
+            '<?xml version="1.0" encoding="ISO-8859-7"?>\n<a>Αθήνα</a>\n'.encode("iso-8859-7"),
+            "Αθήνα",
+        ),
+        ("a.html", '<html><head><meta charset="windows-1251"></head><p>Киев</p>\n'.encode("cp1251"), "Киев"),
+        (
+            "b.html",
+            '<meta http-equiv="Content-Type" content="text/html; charset=koi8-r">\nМосква\n'.encode("koi8-r"),
+            "Москва",
+        ),
+        # Undeclared: Windows-1252 (smart quotes), else Latin-1 (0x81 is undefined in cp1252).
+        ("w.txt", "“quoted” café\n".encode("cp1252"), "“quoted” café"),
+        ("l.txt", b"caf\xe9 \x81\n", "caf\xe9 \x81"),
+        # A UTF-16 BOM means UTF-16 (its NUL bytes do not make it binary).
+        ("u16.txt", "\ufeffdef héllo():\n".encode("utf-16"), "def héllo():"),
+    ],
+)
+def test_read_text_decodes_declared_and_legacy_encodings(
+    tmp_path: Path, name: str, data: bytes, text: str
+) -> None:
+    got = read_text(write(tmp_path, name, data), name)
+    assert isinstance(got, str) and text in got
+
+
+def test_a_wrong_declaration_falls_back_instead_of_failing(tmp_path: Path) -> None:
+    data = "# coding: ascii\nx = 'café'\n".encode("latin-1")
+    assert read_text(write(tmp_path, "a.py", data), "a.py") == "# coding: ascii\nx = 'café'\n"
+    assert read_text(write(tmp_path, "b.py", b"# coding: no-such-codec\nx = '\xe9'\n"), "b.py") == (
+        "# coding: no-such-codec\nx = 'é'\n"
+    )
 
 
 def test_ignore_rules_single_path_checks_ancestors(tmp_path: Path) -> None:

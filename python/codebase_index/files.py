@@ -5,8 +5,8 @@ Contract with the service layer:
 * `discover()` walks the tree once (os.scandir, one stat per candidate file) and decides from names,
   ignore rules, include patterns and size alone. It never opens files, so it stays cheap enough to run on
   every re-index.
-* `read_text()` opens a discovered file and is where "binary" (NUL byte in the first 8 KiB or invalid
-  UTF-8) and "unreadable" (permissions, vanished, not a regular file) are decided. The service records
+* `read_text()` opens a discovered file and is where "binary" (a NUL byte in the first 8 KiB; text in
+  another encoding than UTF-8 is decoded, see `decode_text`) and "unreadable" (permissions, vanished, not a regular file) are decided. The service records
   the `SkippedFile` it returns next to the ones `discover()` produced.
 
 Decisions worth knowing:
@@ -27,6 +27,7 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -595,6 +596,49 @@ def discover(
     return rules.walk()
 
 
+_DECLARED = (
+    # PEP 263: a coding comment on one of the first two lines.
+    re.compile(rb"\A(?:[^\n]*\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*([-\w.]+)"),
+    # XML declaration, HTML <meta charset=...> or http-equiv content type.
+    re.compile(rb"""\A\s*<\?xml[^>]*?\bencoding\s*=\s*["']([-\w.:]+)["']"""),
+    re.compile(rb"""<meta[^>]+?charset\s*=\s*["']?([-\w.:]+)""", re.IGNORECASE),
+)
+_DECLARATION_HEAD = 2048
+
+
+def declared_encoding(data: bytes) -> str | None:
+    """The encoding a file declares in its first bytes (PEP 263 coding line, XML or HTML charset)."""
+    head = data[:_DECLARATION_HEAD]
+    for pattern in _DECLARED:
+        m = pattern.search(head)
+        if m is None:
+            continue
+        name = m.group(1).decode("ascii", "replace")
+        try:
+            return codecs.lookup(name).name
+        except LookupError:
+            continue
+    return None
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes of a text file (no NUL byte) as text: UTF-8 (BOM stripped), else the encoding the file
+    declares, else Windows-1252, else Latin-1, which decodes any byte, so a text file is never lost to
+    its encoding."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    for name in (declared_encoding(data), "cp1252"):
+        if name is None or name == "utf-8":
+            continue
+        try:
+            return data.decode(name)
+        except (UnicodeDecodeError, LookupError):
+            continue
+    return data.decode("latin-1")
+
+
 def read_text(
     abs_path: str | os.PathLike[str], rel_path: str | None = None, *, max_size: int | None = None
 ) -> str | SkippedFile:
@@ -602,7 +646,8 @@ def read_text(
 
     Returns the text (UTF-8 BOM stripped, CRLF turned into LF so previews carry no stray `\\r`; line
     numbers are unchanged) or a SkippedFile whose path is `rel_path` (the absolute path if not given):
-    "binary" for a NUL byte in the first 8 KiB or invalid UTF-8 (detail says which), "unreadable" for
+    "binary" for a NUL byte in the first 8 KiB (text that is not UTF-8 is decoded by `decode_text`;
+    a UTF-16 BOM selects UTF-16), "unreadable" for
     anything the OS refuses or a path that is no longer a regular file, "too-large" if the file grew past
     `max_size` since discovery. Opens non-blocking so a FIFO can never hang the indexer.
     """
@@ -626,12 +671,15 @@ def read_text(
         os.close(fd)
     if max_size is not None and len(data) > max_size:
         return SkippedFile(shown, "too-large", f"more than {max_size} bytes")
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            return SkippedFile(shown, "binary", "invalid UTF-16")
+    elif b"\x00" in data[:BINARY_SNIFF_BYTES]:
         return SkippedFile(shown, "binary", "NUL byte")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return SkippedFile(shown, "binary", f"invalid UTF-8 at byte {exc.start}")
+    else:
+        text = decode_text(data)
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     return text
