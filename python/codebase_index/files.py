@@ -6,8 +6,9 @@ Contract with the service layer:
   ignore rules, include patterns and size alone. It never opens files, so it stays cheap enough to run on
   every re-index.
 * `read_text()` opens a discovered file and is where "binary" (a NUL byte in the first 8 KiB; text in
-  another encoding than UTF-8 is decoded, see `decode_text`) and "unreadable" (permissions, vanished, not a regular file) are decided. The service records
-  the `SkippedFile` it returns next to the ones `discover()` produced.
+  another encoding than UTF-8 is decoded, see `decode_text`) and "unreadable" (permissions, vanished,
+  not a regular file) are decided. The service records the `SkippedFile` it returns next to the ones
+  `discover()` produced.
 
 Decisions worth knowing:
 
