@@ -391,3 +391,56 @@ def test_matches_git_check_ignore(tmp_path: Path) -> None:
     ours = {rel for rel in candidates if rules.is_ignored(rel)}
     assert ours == git_ignored
     assert set(paths(tmp_path)) == {c for c in candidates if c not in git_ignored}
+
+
+GIT_CASES = {
+    "re-include inside a /** folder": ("src/sub/**\n!src/sub/kept.py\n", {}),
+    "no re-include inside an excluded folder": ("src/sub/\n!src/sub/kept.py\n", {}),
+    "floating /** with re-include": ("**/gen/**\n!**/gen/keep.py\n", {}),
+    "star then re-include a folder's files": ("*.py\n!keep/*.py\n", {}),
+    "folder contents re-opened level by level": ("docs/*\n!docs/api/\ndocs/api/*\n!docs/api/index.py\n", {}),
+    "nested ignore file re-includes": ("src/sub/**\n", {"src/sub/.gitignore": "!kept.py\n"}),
+}
+GIT_TREE = [
+    "src/a.py",
+    "src/sub/kept.py",
+    "src/sub/other.py",
+    "src/sub/deep/x.py",
+    "gen/keep.py",
+    "gen/drop.py",
+    "lib/gen/keep.py",
+    "lib/gen/deep/drop.py",
+    "keep/a.py",
+    "keep/deeper/b.py",
+    "docs/api/index.py",
+    "docs/api/other.py",
+    "docs/guide.py",
+]
+
+
+@pytest.mark.parametrize("case", sorted(GIT_CASES))
+def test_discovery_keeps_exactly_the_files_git_keeps(tmp_path: Path, case: str) -> None:
+    """Compared with a real git: `git ls-files --others --exclude-standard` lists what git keeps."""
+    import subprocess
+
+    root_rules, nested = GIT_CASES[case]
+    for rel in GIT_TREE:
+        write(tmp_path, rel, "x = 1\n")
+    write(tmp_path, ".gitignore", root_rules)
+    for rel, text in nested.items():
+        write(tmp_path, rel, text)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "--others", "--exclude-standard"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    kept_by_git = {p for p in listed if p.endswith(".py")}
+    assert {f.path for f in discover(tmp_path).files} == kept_by_git
+    for rel in GIT_TREE:
+        ignored = subprocess.run(["git", "check-ignore", "-q", rel], cwd=tmp_path).returncode == 0
+        assert FileRules(tmp_path).check(rel).__class__.__name__ == (
+            "SkippedFile" if ignored else "DiscoveredFile"
+        ), rel

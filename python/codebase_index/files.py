@@ -267,6 +267,20 @@ _FLOATING = "^(?:.+/)?"
 _STAR_DOT = "[^/]*\\."
 
 
+def _inside_only(pattern: object) -> None:
+    """A trailing `/**` matches everything inside a folder but not the folder itself (gitignore(5)); pathspec
+    compiles `src/sub/**` to `^src/sub/`, which also matches the folder's own test path `src/sub/`, so the
+    walk skipped the folder and a re-include such as `!src/sub/kept.py` that git honours was lost. The
+    regex is made to need at least one character after the slash (the `exclude` option keeps pathspec's
+    reading: nothing can re-include what it excludes, so skipping the folder whole is right and cheaper)."""
+    text = getattr(pattern, "pattern", None)
+    regex = getattr(pattern, "regex", None)
+    if not isinstance(text, str) or regex is None or not text.rstrip().endswith("/**"):
+        return
+    if regex.pattern.endswith("/"):
+        pattern.regex = re.compile(regex.pattern + ".", regex.flags)  # type: ignore[attr-defined]
+
+
 class _Spec:
     """A GitIgnoreSpec plus one combined regex that answers the common "no pattern matches" case in a
     single C-level match instead of one Python call per pattern (6x faster discovery on 10k files).
@@ -274,8 +288,11 @@ class _Spec:
 
     __slots__ = ("_any", "spec")
 
-    def __init__(self, lines: Iterable[str]) -> None:
+    def __init__(self, lines: Iterable[str], *, folder_itself: bool = False) -> None:
         self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        if not folder_itself:
+            for pattern in self.spec.patterns:
+                _inside_only(pattern)
         floating: list[str] = []  # patterns that may start after any "/" (most of them)
         anchored: list[str] = []
         for pattern in self.spec.patterns:
@@ -322,7 +339,8 @@ class IgnoreRules:
     def __init__(self, root: str, exclude: Sequence[str] = ()) -> None:
         self.root = root
         exclude_lines = [line for raw in exclude for line in expand_braces(raw)]
-        self._exclude = _Spec(exclude_lines) if exclude_lines else None
+        # The exclude option beats everything (nothing re-includes), so `gen/**` may skip the folder whole.
+        self._exclude = _Spec(exclude_lines, folder_itself=True) if exclude_lines else None
         info_lines: list[str] = []
         for path in _git_exclude_files(root):
             info_lines.extend(_read_pattern_file(path))
