@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from . import __version__, tools
+from .index_dir import make_index_dir
 from .tools import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -57,7 +58,7 @@ class SidecarLockedError(Exception):
 
 def acquire_sidecar_lock(index_dir: Path) -> int:
     """Hold `<index_dir>/sidecar.lock` for the life of the process (the OS drops it if we die)."""
-    index_dir.mkdir(parents=True, exist_ok=True)
+    make_index_dir(index_dir)
     path = index_dir / LOCK_NAME
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -432,7 +433,7 @@ def configure_logging(index_dir: Path, level: str, buffer: tools.LogBuffer) -> N
     stderr.setFormatter(fmt)
     logger.addHandler(stderr)
     try:
-        index_dir.mkdir(parents=True, exist_ok=True)
+        make_index_dir(index_dir)
         file_handler = RotatingFileHandler(index_dir / LOG_NAME, maxBytes=1_048_576, backupCount=1)
         file_handler.setFormatter(fmt)
         logger.addHandler(file_handler)

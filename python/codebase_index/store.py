@@ -21,6 +21,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from .index_dir import make_index_dir
 from .models import ChunkSpan
 
 SCHEMA_VERSION = 3
@@ -266,7 +267,7 @@ class Store:
         db_path = index_dir / DB_NAME
         if not db_path.exists() and not create:
             raise StoreError(f"no index at {index_dir} (run `codebase-index index` first)")
-        index_dir.mkdir(parents=True, exist_ok=True)
+        make_index_dir(index_dir)
         try:
             conn = _connect(db_path)
             version = cls._schema_version(conn)
