@@ -19,7 +19,7 @@ Uses (all only for hybrid queries that fuse by RRF, i.e. not literal ones, as th
     ctxadd     ctx with 0.5, plus an add vote of weight W
 INJECT > 0 appends the best chunk of each of the INJECT best files to the semantic candidates.
 
-The shipped code is not modified: the variant wraps `rerank._fused`, `rerank.rank`,
+The shipped code is not modified: the variant wraps `fuse` and `rank` as `ranking.pipeline` calls them,
 `VectorSnapshot.semantic_hits` and `Engine.search` in this process, so `base` reproduces the default.
 Usage:
     python bench/file_vector_experiment.py --variant base --variant card:add:0.5 [--val] [--val-only]
@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from codebase_index import rerank
+from codebase_index import ranking
 from codebase_index.evaluation import evaluate, load_golden
+from codebase_index.ranking import pipeline as rank_pipeline
 from codebase_index.search import KeywordSnapshot
 from codebase_index.service import Engine
 from codebase_index.vectors import Hit, VectorSnapshot
@@ -154,29 +155,29 @@ class State:
 
 
 STATE = State(Variant("base"), {})
-_ORIG_FUSED = rerank._fused
-_ORIG_RANK = rerank.rank
+_ORIG_FUSED = rank_pipeline.fuse
+_ORIG_RANK = rank_pipeline.rank
 _ORIG_SEARCH = Engine.search
 _ORIG_SEMANTIC = VectorSnapshot.semantic_hits
 
 
-def _rrf_branch(profile: rerank.QueryProfile, kw: Sequence[Any], sem: Sequence[Any], config: Any) -> bool:
+def _rrf_branch(profile: ranking.ParsedQuery, kw: Sequence[Any], sem: Sequence[Any], config: Any) -> bool:
     """The shipped fusion takes the RRF path (where its file vote lives) for this query."""
     return (
         bool(kw)
         and bool(sem)
         and config.fusion_strategy != "weighted"
-        and not (rerank.LITERAL_SCORE_FUSION and rerank._literal(profile))
+        and not (ranking.query.LITERAL_SCORE_FUSION and profile.literal)
     )
 
 
 def patched_fused(
-    profile: rerank.QueryProfile,
+    profile: ranking.ParsedQuery,
     keyword_hits: Sequence[tuple[int, float]],
     semantic_hits: Sequence[tuple[int, float]],
     config: Any,
     file_of: Callable[[int], str] | None = None,
-    params: rerank.RankParams | None = None,
+    params: ranking.RankParams | None = None,
     *extra: Any,
     **more: Any,
 ) -> list[tuple[int, float]]:
@@ -186,11 +187,11 @@ def patched_fused(
     STATE.boost_on = v.use == "boostall" or (v.use == "boost" and rrf)
     if v.use not in ("add", "replace", "ctxadd") or STATE.ranks is None or file_of is None or not rrf:
         return _ORIG_FUSED(profile, keyword_hits, semantic_hits, config, file_of, params, *extra, **more)
-    p = params or rerank.RankParams()
+    p = params or ranking.RankParams()
     if v.use == "replace":
         p = replace(p, semantic_file=0.0)
     ordered = _ORIG_FUSED(profile, keyword_hits, semantic_hits, config, file_of, p, *extra, **more)
-    w_sem = 2.0 * (1.0 - rerank.identifier_keyword_weight(profile, config.hybrid_weight))
+    w_sem = 2.0 * (1.0 - ranking.identifier_keyword_weight(profile, config.hybrid_weight))
     out = []
     for doc, score in ordered:
         r = STATE.ranks.get(file_of(doc))
@@ -200,8 +201,8 @@ def patched_fused(
 
 
 def patched_rank(
-    candidates: Iterable[rerank.Candidate], profile: rerank.QueryProfile, params: Any = None, *extra: Any
-) -> list[rerank.Ranked]:
+    candidates: Iterable[ranking.Candidate], profile: ranking.ParsedQuery, params: Any = None, *extra: Any
+) -> list[ranking.Ranked]:
     """The shipped rerank, with first-stage scores boosted by the file score for boost variants."""
     cands = list(candidates)
     scores = STATE.scores
@@ -267,8 +268,8 @@ def patched_search(self: Engine, query: str, **kwargs: Any) -> Any:
     return _ORIG_SEARCH(self, query, **kwargs)
 
 
-rerank._fused = patched_fused  # type: ignore[assignment,unused-ignore]
-rerank.rank = patched_rank  # type: ignore[assignment,unused-ignore]
+rank_pipeline.fuse = patched_fused  # type: ignore[assignment,unused-ignore]
+rank_pipeline.rank = patched_rank  # type: ignore[assignment,unused-ignore]
 VectorSnapshot.semantic_hits = patched_semantic  # type: ignore[method-assign]
 Engine.search = patched_search  # type: ignore[method-assign]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -37,6 +38,17 @@ from .graph.refresher import GraphRefresher, extraction_running
 from .graph.store import EdgeRefresh, GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
+from .ranking import (
+    ParsedQuery,
+    exact_matches,
+    is_quotation,
+    may_quote,
+    merge_external,
+    parse_query,
+    quotes_query,
+    rank_hits,
+)
+from .ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, top_hits
 from .snapshots import SnapshotCache, Source
 from .store import SkippedRow, Store, StoreError
@@ -110,34 +122,68 @@ def _stored_path(path: str, kb_prefixes: Sequence[str]) -> str:
 
 
 def fuse(
-    query: str,
+    parsed: ParsedQuery,
     snap: KeywordSnapshot,
     keyword_hits: Sequence[Hit],
     semantic_hits: Sequence[Hit],
     config: Config,
     keyword_scores: np.ndarray | None = None,
     verbatim: bool = False,
+    relation: Sequence[int] = (),
+    exact: Sequence[int] = (),
 ) -> list[Hit]:
     """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
-    may be empty), final order out: fusion, then the code-aware rerank of `rerank.rank_hits`.
+    may be empty), final order out: fusion, then the code-aware rerank of `ranking.rank_hits`.
     `keyword_scores` (every document's keyword score) lets fusion score vector candidates that are
-    outside the keyword top list; `verbatim`: a keyword candidate quotes the query (`rerank.quotes_query`)."""
-    from .rerank import rank_hits
+    outside the keyword top list; `verbatim`: a keyword candidate quotes the query (`quotes_query`)."""
 
     def keyword_score(docs: Sequence[int]) -> list[float]:
         assert keyword_scores is not None
         return keyword_scores[np.asarray(docs, dtype=np.int64)].tolist()
 
     ranked = rank_hits(
-        query,
+        parsed,
         snap,
         keyword_hits,
         semantic_hits,
         config.search,
         keyword_score=keyword_score if keyword_scores is not None else None,
         verbatim=verbatim,
+        relation=relation,
+        exact=exact,
     )
     return [Hit(d, s) for d, s in ranked]
+
+
+_DOCS_BY_PATH: weakref.WeakKeyDictionary[KeywordSnapshot, tuple[int, dict[str, list[int]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _docs_by_path(snap: KeywordSnapshot) -> dict[str, list[int]]:
+    """A snapshot's live documents per path, built once per snapshot (the graph retriever's lookup)."""
+    cached = _DOCS_BY_PATH.get(snap)
+    if cached is None or cached[0] != len(snap.docs):
+        out: dict[str, list[int]] = {}
+        for doc, row in enumerate(snap.docs):
+            if snap.is_live(doc):
+                out.setdefault(row.path, []).append(doc)
+        cached = (len(snap.docs), out)
+        _DOCS_BY_PATH[snap] = cached
+    return cached[1]
+
+
+def _innermost(snap: KeywordSnapshot, docs: Sequence[int], line: int) -> int | None:
+    """The smallest of `docs` whose lines cover `line`."""
+    best: int | None = None
+    best_span = 0
+    for doc in docs:
+        row = snap.docs[doc]
+        if row.start_line <= line <= row.end_line:
+            span = row.end_line - row.start_line
+            if best is None or span < best_span:
+                best, best_span = doc, span
+    return best
 
 
 class Engine:
@@ -508,51 +554,110 @@ class Engine:
         if mode is not None and mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}; available: {', '.join(SEARCH_MODES)}")
         snap = self.snapshot()
+        parsed = parse_query(query)
         mask = snap.candidate_mask(filters or Filters())
         pool = max(CANDIDATE_POOL, top_k * 3, self.config.search.rerank_top_n)
         keyword_hits: list[Hit] = []
-        keyword_scores: np.ndarray | None = None  # every document's, for fusion (see rerank._fused)
+        keyword_scores: np.ndarray | None = None  # every document's, for fusion (see ranking.fusion)
         if mode != "semantic":
-            from .rerank import keyword_query
-
-            terms, term_weights = keyword_query(query)
-            ids = self.store.term_ids(terms)
-            term_ids = [ids[t] for t in terms if t in ids]
-            id_weights = [w for t, w in zip(terms, term_weights, strict=True) if t in ids]
-            if terms and len(snap.docs):
-                keyword_scores = snap.enriched_scores(
-                    terms, term_ids, FieldWeights(), mask, term_weights, id_weights
-                )
-                keyword_hits = [Hit(d, s) for d, s in top_hits(keyword_scores, pool)]
+            keyword_scores, keyword_hits = self._keyword_candidates(parsed, snap, mask, pool)
+        relation = self._relation_candidates(parsed, snap, mask)
+        texts = self._head_texts(parsed, snap, keyword_hits)
+        exact = exact_matches(parsed, texts.items()) if is_quotation(parsed) else []
         if mode == "keyword":
-            ranked = self._external_rerank(query, snap, fuse(query, snap, keyword_hits, [], self.config))
+            ranked = self._external_rerank(
+                query, snap, fuse(parsed, snap, keyword_hits, [], self.config, relation=relation, exact=exact)
+            )
             return self._response(query, "keyword", top_k, snap, ranked[:top_k])
         vecs, notice = self._usable_vectors(snap, required=mode == "semantic")
         if vecs is None:
-            ranked = self._external_rerank(query, snap, fuse(query, snap, keyword_hits, [], self.config))
+            ranked = self._external_rerank(
+                query, snap, fuse(parsed, snap, keyword_hits, [], self.config, relation=relation, exact=exact)
+            )
             return self._response(query, "keyword-fallback", top_k, snap, ranked[:top_k], notice)
         semantic_hits = vecs.semantic_hits(self.query_vector(query), pool, mask)
         if mode == "semantic":
-            ranked = self._external_rerank(query, snap, fuse(query, snap, [], semantic_hits, self.config))
+            ranked = self._external_rerank(query, snap, fuse(parsed, snap, [], semantic_hits, self.config))
             return self._response(query, "semantic", top_k, snap, ranked[:top_k])
-        verbatim = self._quotes_query(query, snap, keyword_hits)
+        verbatim = self._quotes_query(parsed, snap, texts)
         fused = self._external_rerank(
-            query, snap, fuse(query, snap, keyword_hits, semantic_hits, self.config, keyword_scores, verbatim)
+            query,
+            snap,
+            fuse(
+                parsed,
+                snap,
+                keyword_hits,
+                semantic_hits,
+                self.config,
+                keyword_scores,
+                verbatim,
+                relation=relation,
+                exact=exact,
+            ),
         )
         fused = fused[:top_k]
         strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
         return self._response(query, strategy, top_k, snap, fused)
 
-    def _quotes_query(self, query: str, snap: KeywordSnapshot, keyword_hits: Sequence[Hit]) -> bool:
-        """Whether one of the best keyword candidates holds the query verbatim (`rerank.quotes_query`):
-        hybrid fusion then leans on keywords as for pasted code."""
-        from .rerank import VERBATIM_CANDIDATES, may_quote, quotes_query
+    def _keyword_candidates(
+        self, parsed: ParsedQuery, snap: KeywordSnapshot, mask: np.ndarray | None, pool: int
+    ) -> tuple[np.ndarray | None, list[Hit]]:
+        """The keyword retriever: every document's BM25 score over the chunk text, symbol and path
+        fields for the parsed query's weighted terms, and its best `pool` hits."""
+        terms, term_weights = list(parsed.terms), list(parsed.term_weights)
+        ids = self.store.term_ids(terms)
+        term_ids = [ids[t] for t in terms if t in ids]
+        id_weights = [w for t, w in zip(terms, term_weights, strict=True) if t in ids]
+        if not terms or not len(snap.docs):
+            return None, []
+        scores = snap.enriched_scores(terms, term_ids, FieldWeights(), mask, term_weights, id_weights)
+        return scores, [Hit(d, s) for d, s in top_hits(scores, pool)]
 
-        if not may_quote(query):
+    def _relation_candidates(
+        self, parsed: ParsedQuery, snap: KeywordSnapshot, mask: np.ndarray | None
+    ) -> list[int]:
+        """The code-graph retriever: for a relation question ("who calls X", "what does X call", "where
+        is X used") the chunks holding the answer (each call site's enclosing chunk for callers and
+        references, each callee's definition for callees), resolved calls first, then calls matched by
+        name only. Empty for other queries, without a graph, or when the graph cannot be read."""
+        rel = parsed.relation
+        if rel is None:
+            return []
+        direction = "callees" if rel.kind == "callees" else "callers"
+        try:
+            graph = self.call_graph(rel.name, direction=direction, include_name_matches=True, limit=60)
+        except Exception:  # a graph that cannot answer leaves the other retrievers' answer as it is
+            return []
+        if direction == "callers":
+            sites = [(e.caller_path, e.line) for e in [*graph.edges, *graph.name_matches]]
+        else:
+            sites = [(e.callee_path, e.callee_line) for e in [*graph.edges, *graph.name_matches]]
+        by_path = _docs_by_path(snap)
+        out: list[int] = []
+        for path, line in sites:
+            doc = _innermost(snap, by_path.get(path, ()), line)
+            if doc is not None and (mask is None or mask[doc]) and doc not in out:
+                out.append(doc)
+        return out
+
+    def _head_texts(
+        self, parsed: ParsedQuery, snap: KeywordSnapshot, keyword_hits: Sequence[Hit]
+    ) -> dict[int, str]:
+        """The texts of the best keyword candidates, read only for a query the literal checks apply to
+        (three or more words, or pasted code): `_quotes_query` and `exact_matches` read them."""
+        if len(parsed.plain_words) < VERBATIM_MIN_WORDS and not parsed.code_like:
+            return {}
+
+        docs = [h.doc for h in keyword_hits[:VERBATIM_CANDIDATES]]
+        texts = self._chunk_texts([snap.docs[d].chunk_id for d in docs])
+        return {d: texts.get(snap.docs[d].chunk_id, "") for d in docs}
+
+    def _quotes_query(self, parsed: ParsedQuery, snap: KeywordSnapshot, texts: dict[int, str]) -> bool:
+        """Whether one of the best keyword candidates holds the query verbatim (`ranking.quotes_query`):
+        hybrid fusion then leans on keywords as for pasted code."""
+        if not may_quote(parsed):
             return False
-        docs = [snap.docs[h.doc] for h in keyword_hits[:VERBATIM_CANDIDATES]]
-        texts = self._chunk_texts([d.chunk_id for d in docs])
-        return quotes_query(query, ((d.path, texts.get(d.chunk_id, "")) for d in docs))
+        return quotes_query(parsed, ((snap.docs[d].path, text) for d, text in texts.items()))
 
     def _external_rerank(self, query: str, snap: KeywordSnapshot, hits: list[Hit]) -> list[Hit]:
         """Let the configured rerank API reorder the head of the deterministic order; on ANY failure
@@ -560,7 +665,6 @@ class Engine:
         cfg = self.config.reranker
         if not cfg.enabled or not hits:
             return hits
-        from .rerank import merge_external
         from .rerank_providers import RerankError, RerankSettings, create_reranker
 
         top_n = min(cfg.top_n, len(hits))

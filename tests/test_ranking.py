@@ -9,13 +9,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from codebase_index.bm25 import stem
 from codebase_index.config import Config, RerankerConfig, SearchConfig
-from codebase_index.rerank import (
-    CASE_FOLDED_DEFINITION,
-    INFLECTION_WEIGHT,
+from codebase_index.ranking import (
     Candidate,
     Penalties,
     RankParams,
+    Relation,
     complete_keyword,
     definition_score,
     diversify,
@@ -29,18 +29,19 @@ from codebase_index.rerank import (
     keyword_query,
     may_quote,
     merge_external,
+    parse_query,
     path_score,
     path_stem_weights,
-    profile_query,
     quotes_query,
     rank,
     rank_hits,
     shadowed_private,
-    stem,
     stem_overlap,
     superseded_dirs,
     verbatim_run,
 )
+from codebase_index.ranking.features import CASE_FOLDED_DEFINITION
+from codebase_index.ranking.query import INFLECTION_WEIGHT
 from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, module_path, path_field_tokens
 from codebase_index.service import Engine
 from codebase_index.vectors import Hit
@@ -63,27 +64,27 @@ from test_vectors import make_repo, remote_config
     ],
 )
 def test_profile_finds_identifiers(query: str, identifiers: tuple[str, ...], symbol_query: bool) -> None:
-    profile = profile_query(query)
+    profile = parse_query(query)
     assert profile.identifiers == identifiers
     assert profile.symbol_query is symbol_query
 
 
 def test_profile_drops_question_words_and_notices_test_and_doc_intent() -> None:
-    profile = profile_query("how does the router handle redirects")
+    profile = parse_query("how does the router handle redirects")
     assert profile.words == ("router", "redirects")
     assert profile.stems == {"router", "redirect"}
     assert not profile.wants_tests
-    assert profile_query("tests for the router").wants_tests
-    assert profile_query("README install guide").wants_docs
-    assert profile_query("example of middleware").wants_examples
+    assert parse_query("tests for the router").wants_tests
+    assert parse_query("README install guide").wants_docs
+    assert parse_query("example of middleware").wants_examples
 
 
 def test_test_intent_follows_inflections() -> None:
     # "mocking" asks for the mock implementation as "mock" does: files under mock/ are not demoted.
-    assert profile_query("fake timers and timer mocking utilities").wants_tests
-    assert profile_query("shared test fixtures").wants_tests
-    assert not profile_query("timer utilities").wants_tests
-    assert file_penalty("src/mock/timers.ts", profile_query("timer mocking")) == 1.0
+    assert parse_query("fake timers and timer mocking utilities").wants_tests
+    assert parse_query("shared test fixtures").wants_tests
+    assert not parse_query("timer utilities").wants_tests
+    assert file_penalty("src/mock/timers.ts", parse_query("timer mocking")) == 1.0
 
 
 def test_stem_conflates_inflections_but_not_short_words() -> None:
@@ -94,51 +95,51 @@ def test_stem_conflates_inflections_but_not_short_words() -> None:
 
 
 def test_identifier_weight_rises_for_code_like_queries() -> None:
-    assert identifier_keyword_weight(profile_query("getUserById"), 0.5) == 0.8
-    assert identifier_keyword_weight(profile_query("where is getUserById called"), 0.5) == pytest.approx(0.65)
-    assert identifier_keyword_weight(profile_query("payment validation"), 0.5) == 0.5
+    assert identifier_keyword_weight(parse_query("getUserById"), 0.5) == 0.8
+    assert identifier_keyword_weight(parse_query("where is getUserById called"), 0.5) == pytest.approx(0.65)
+    assert identifier_keyword_weight(parse_query("payment validation"), 0.5) == 0.5
     # An explicit higher keyword share is never lowered.
-    assert identifier_keyword_weight(profile_query("getUserById"), 0.9) == 0.9
+    assert identifier_keyword_weight(parse_query("getUserById"), 0.9) == 0.9
 
 
 # ------------------------------------------------------------------------------------------ chunk signals
 
 
 def test_definition_score_exact_qualified_and_member() -> None:
-    assert definition_score("getUserById", profile_query("getUserById")) == 1.0
-    assert definition_score("UserService.getUserById", profile_query("getUserById")) == 1.0
-    assert definition_score("Foo.bar", profile_query("Foo::bar")) == 1.0
-    assert definition_score("Baz.bar", profile_query("Foo::bar")) == 0.7  # same name, other owner
-    assert definition_score("Session.send", profile_query("Session")) == 0.7  # a member of it
-    assert definition_score("get_user_by_id", profile_query("getUserById")) == 1.0
-    assert definition_score("getUser", profile_query("getUserById")) == 0.0
-    assert definition_score("", profile_query("getUserById")) == 0.0
-    assert definition_score("getUserById", profile_query("how users are fetched")) == 0.0
+    assert definition_score("getUserById", parse_query("getUserById")) == 1.0
+    assert definition_score("UserService.getUserById", parse_query("getUserById")) == 1.0
+    assert definition_score("Foo.bar", parse_query("Foo::bar")) == 1.0
+    assert definition_score("Baz.bar", parse_query("Foo::bar")) == 0.7  # same name, other owner
+    assert definition_score("Session.send", parse_query("Session")) == 0.7  # a member of it
+    assert definition_score("get_user_by_id", parse_query("getUserById")) == 1.0
+    assert definition_score("getUser", parse_query("getUserById")) == 0.0
+    assert definition_score("", parse_query("getUserById")) == 0.0
+    assert definition_score("getUserById", parse_query("how users are fetched")) == 0.0
 
 
 def test_definition_score_sees_names_through_separators_and_non_ascii_letters() -> None:
     """The cheap pre-check (the wanted name inside the symbol with separators dropped) must keep every
     match the component comparison finds, whatever separates or spells the components."""
-    assert definition_score("obj->handle_request", profile_query("handleRequest")) == 1.0
-    assert definition_score("Foo-Bar.baz", profile_query("FooBar")) == 0.7  # a member of Foo-Bar
-    assert definition_score("Straße.Größe", profile_query("Größe")) == 1.0
-    assert definition_score("Straße.größe", profile_query("Größe")) == CASE_FOLDED_DEFINITION
-    assert definition_score("Größe.mehr", profile_query("Größe")) == 0.7
-    assert definition_score("ns::__init__", profile_query("__init__")) == 1.0
-    assert definition_score("parse_json", profile_query("getUserById")) == 0.0
-    assert definition_score("Größer", profile_query("Größe")) == 0.0  # a longer name only contains it
+    assert definition_score("obj->handle_request", parse_query("handleRequest")) == 1.0
+    assert definition_score("Foo-Bar.baz", parse_query("FooBar")) == 0.7  # a member of Foo-Bar
+    assert definition_score("Straße.Größe", parse_query("Größe")) == 1.0
+    assert definition_score("Straße.größe", parse_query("Größe")) == CASE_FOLDED_DEFINITION
+    assert definition_score("Größe.mehr", parse_query("Größe")) == 0.7
+    assert definition_score("ns::__init__", parse_query("__init__")) == 1.0
+    assert definition_score("parse_json", parse_query("getUserById")) == 0.0
+    assert definition_score("Größer", parse_query("Größe")) == 0.0  # a longer name only contains it
 
 
 def test_definition_score_prefers_the_initial_case_typed() -> None:
     # A capitalised query names a type; the same name in lower case is a function or value.
-    session = profile_query("Session")
+    session = parse_query("Session")
     assert definition_score("Session", session) == 1.0
     assert definition_score("session", session) == CASE_FOLDED_DEFINITION < 1.0
-    assert definition_score("command", profile_query("Command")) == CASE_FOLDED_DEFINITION
-    assert definition_score("Session", profile_query("session")) == CASE_FOLDED_DEFINITION
+    assert definition_score("command", parse_query("Command")) == CASE_FOLDED_DEFINITION
+    assert definition_score("Session", parse_query("session")) == CASE_FOLDED_DEFINITION
     # Punctuation and the naming convention do not count as a different case.
-    assert definition_score("$ZodError", profile_query("ZodError")) == 1.0
-    assert definition_score("parse_config", profile_query("parseConfig")) == 1.0
+    assert definition_score("$ZodError", parse_query("ZodError")) == 1.0
+    assert definition_score("parse_config", parse_query("parseConfig")) == 1.0
 
 
 def test_rank_puts_the_type_above_its_lowercase_factory() -> None:
@@ -146,11 +147,11 @@ def test_rank_puts_the_type_above_its_lowercase_factory() -> None:
         Candidate(1, "src/sessions.py", "session", "function", 1.0),
         Candidate(2, "src/sessions.py", "Session", "class", 0.9),
     ]
-    assert [r.doc for r in rank(cands, profile_query("Session"))] == [2, 1]
+    assert [r.doc for r in rank(cands, parse_query("Session"))] == [2, 1]
 
 
 def test_stem_overlap_matches_identifier_parts_in_any_casing() -> None:
-    profile = profile_query("parse config")
+    profile = parse_query("parse config")
     assert stem_overlap("parseConfig", profile) == 1.0
     assert stem_overlap("ConfigParser", profile) == 0.5  # "parser" is not "parse"
     assert stem_overlap("config_parse", profile) == 1.0
@@ -158,7 +159,7 @@ def test_stem_overlap_matches_identifier_parts_in_any_casing() -> None:
 
 
 def test_path_score_weighs_file_name_over_directories() -> None:
-    profile = profile_query("how are redirects implemented")
+    profile = parse_query("how are redirects implemented")
     assert profile.words == ("redirects",)  # question words do not count
     assert path_score("lib/redirects.py", profile) == 1.0
     assert path_score("redirect/core.py", profile) == 0.5
@@ -166,14 +167,14 @@ def test_path_score_weighs_file_name_over_directories() -> None:
 
 
 def test_path_score_sees_words_a_file_name_runs_together() -> None:
-    profile = profile_query("real IP extraction from forwarded headers")
+    profile = parse_query("real IP extraction from forwarded headers")
     # "real" and "ip" are both found in realip.go; route_headers.go only has "headers".
     assert path_score("middleware/realip.go", profile) > path_score("middleware/route_headers.go", profile)
-    assert path_score("src/threadpool.c", profile_query("thread pool")) == 1.0
-    assert path_score("threadpool/queue.c", profile_query("thread pool")) == 0.5  # a directory: half
+    assert path_score("src/threadpool.c", parse_query("thread pool")) == 1.0
+    assert path_score("threadpool/queue.c", parse_query("thread pool")) == 0.5  # a directory: half
     # A typed identifier's own parts are not a compound: the folder matches "websocket" only, not also
     # its parts web and socket (stems: websocket, web, socket, client).
-    ws = profile_query("WebSocket client")
+    ws = parse_query("WebSocket client")
     assert path_score("src/websocket/reader.py", ws) == pytest.approx(0.5 / 4)
 
 
@@ -195,13 +196,13 @@ def test_path_score_sees_words_a_file_name_runs_together() -> None:
     ],
 )
 def test_file_penalty_by_kind(path: str, factor: float) -> None:
-    assert file_penalty(path, profile_query("session cookies")) == pytest.approx(factor)
+    assert file_penalty(path, parse_query("session cookies")) == pytest.approx(factor)
 
 
 def test_file_penalty_spares_what_the_query_asks_for() -> None:
-    assert file_penalty("tests/test_session.py", profile_query("session tests")) == 1.0
-    assert file_penalty("docs/guide.md", profile_query("session docs")) == 1.0
-    assert file_penalty("examples/app.py", profile_query("session example")) == 1.0
+    assert file_penalty("tests/test_session.py", parse_query("session tests")) == 1.0
+    assert file_penalty("docs/guide.md", parse_query("session docs")) == 1.0
+    assert file_penalty("examples/app.py", parse_query("session example")) == 1.0
 
 
 def test_file_coherence_and_diversify() -> None:
@@ -234,11 +235,11 @@ def _sibling_and_core() -> list[Candidate]:
 
 
 def test_rank_lifts_the_file_most_of_the_evidence_points_at() -> None:
-    described = profile_query("help text generation")
+    described = parse_query("help text generation")
     assert rank(_sibling_and_core(), described)[0].doc == 1
     assert rank(_sibling_and_core(), described, RankParams(file_mass=0.0))[0].doc == 0
     # A literal query (a symbol lookup here) is not about a subject: the sharpest chunk stays first.
-    assert rank(_sibling_and_core(), profile_query("helpTemplate"))[0].doc == 0
+    assert rank(_sibling_and_core(), parse_query("helpTemplate"))[0].doc == 0
 
 
 # ------------------------------------------------------------------------------------------ fusion
@@ -268,7 +269,7 @@ def test_fuse_weighted_normalises_each_list() -> None:
 
 
 def test_rank_lifts_the_definition_over_a_stronger_mention() -> None:
-    profile = profile_query("getUserById")
+    profile = parse_query("getUserById")
     ranked = rank(
         [
             Candidate(0, "src/controllers/users.ts", "UsersController.show", "method", 10.0),
@@ -294,18 +295,18 @@ def test_a_symbol_lookup_puts_the_definition_above_a_stronger_path_match() -> No
         Candidate(2, "routing/mod.rs", "Router", "struct", 0.45),
     ]
     # The file name says "router" for doc 1; doc 2 defines the queried type.
-    assert next(r.doc for r in rank(cands, profile_query("Router"))) == 2
+    assert next(r.doc for r in rank(cands, parse_query("Router"))) == 2
     weak = RankParams(symbol_definition=RankParams().definition)
-    assert next(r.doc for r in rank(cands, profile_query("Router"), weak)) == 1
+    assert next(r.doc for r in rank(cands, parse_query("Router"), weak)) == 1
     # In a description the same two chunks keep the ordinary definition weight.
-    described = rank(cands, profile_query("how the Router dispatches"))
+    described = rank(cands, parse_query("how the Router dispatches"))
     assert [r.doc for r in described] == [
-        r.doc for r in rank(cands, profile_query("how the Router dispatches"), weak)
+        r.doc for r in rank(cands, parse_query("how the Router dispatches"), weak)
     ]
 
 
 def test_rank_demotes_tests_and_spreads_files() -> None:
-    profile = profile_query("session cookies")
+    profile = parse_query("session cookies")
     candidates = [
         Candidate(0, "tests/test_session.py", "test_cookies", "function", 10.0),
         Candidate(1, "src/app.py", "App.cookies", "method", 9.0),
@@ -336,10 +337,12 @@ def _snapshot() -> KeywordSnapshot:
 def test_rank_hits_reranks_head_and_keeps_tail_below() -> None:
     snap = _snapshot()
     config = SearchConfig(rerank_top_n=2)
-    hits = rank_hits("follow_redirects", snap, [(1, 5.0), (0, 4.0), (2, 3.0)], [], config)
+    hits = rank_hits(parse_query("follow_redirects"), snap, [(1, 5.0), (0, 4.0), (2, 3.0)], [], config)
     assert [h.doc for h in hits] == [0, 1, 2]
     assert hits[-1].score < min(h.score for h in hits[:2])
-    plain = rank_hits("follow_redirects", snap, [(1, 5.0), (0, 4.0)], [], SearchConfig(rerank_top_n=0))
+    plain = rank_hits(
+        parse_query("follow_redirects"), snap, [(1, 5.0), (0, 4.0)], [], SearchConfig(rerank_top_n=0)
+    )
     assert [h.doc for h in plain] == [1, 0]
 
 
@@ -347,10 +350,15 @@ def test_rank_hits_fuses_both_lists_with_either_strategy() -> None:
     snap = _snapshot()
     for strategy in ("rrf", "weighted"):
         config = SearchConfig(fusion_strategy=strategy, rerank_top_n=0)
-        fused = rank_hits("helper code", snap, [(1, 3.0), (2, 1.0)], [(1, 0.9), (0, 0.8)], config)
+        fused = rank_hits(
+            parse_query("helper code"), snap, [(1, 3.0), (2, 1.0)], [(1, 0.9), (0, 0.8)], config
+        )
         assert fused[0].doc == 1  # first in both lists
         assert {h.doc for h in fused} == {0, 1, 2}
-    assert [h.doc for h in rank_hits("x", snap, [], [(2, 0.5), (0, 0.4)], SearchConfig(rerank_top_n=0))] == [
+    assert [
+        h.doc
+        for h in rank_hits(parse_query("x"), snap, [], [(2, 0.5), (0, 0.4)], SearchConfig(rerank_top_n=0))
+    ] == [
         2,
         0,
     ]
@@ -385,24 +393,24 @@ def test_merge_external_puts_the_api_order_first_and_rejects_bad_answers() -> No
 def test_profile_recognises_pasted_code_and_error_messages(
     query: str, code_like: bool, error_like: bool
 ) -> None:
-    profile = profile_query(query)
+    profile = parse_query(query)
     assert (profile.code_like, profile.error_like) == (code_like, error_like)
 
 
 def test_literal_queries_lean_on_keywords() -> None:
-    assert identifier_keyword_weight(profile_query("x = parse(raw); return x"), 0.5) == 0.85
-    assert identifier_keyword_weight(profile_query("file not found: config.yml"), 0.5) == 1.0
+    assert identifier_keyword_weight(parse_query("x = parse(raw); return x"), 0.5) == 0.85
+    assert identifier_keyword_weight(parse_query("file not found: config.yml"), 0.5) == 1.0
     # A configured share above the floor is kept.
-    assert identifier_keyword_weight(profile_query("x = parse(raw)"), 0.9) == 0.9
+    assert identifier_keyword_weight(parse_query("x = parse(raw)"), 0.9) == 0.9
 
 
 def test_path_score_abbreviations_count_only_when_asked() -> None:
-    profile = profile_query("serialization implementations")
+    profile = parse_query("serialization implementations")
     assert path_score("src/ser/impls.rs", profile) == 0.0
     # "impls" abbreviates "implementations" in the file name (0.5), "ser" the directory (half of 0.5).
     assert path_score("src/ser/impls.rs", profile, abbreviation=0.5) == pytest.approx((0.5 + 0.25) / 2)
     # Two letters are not an abbreviation, and a part must be shorter than the word.
-    assert path_score("de/implementations.rs", profile_query("deserialization"), abbreviation=1.0) == 0.0
+    assert path_score("de/implementations.rs", parse_query("deserialization"), abbreviation=1.0) == 0.0
 
 
 def test_superseded_version_folders() -> None:
@@ -425,11 +433,14 @@ def test_rank_hits_demotes_superseded_copies() -> None:
         _row(6, "pkg/types.py", "Types"),
     ]
     snap = KeywordSnapshot(rows)
-    hits = rank_hits("field declaration", snap, [(0, 5.0), (3, 4.0)], [], SearchConfig())
+    hits = rank_hits(parse_query("field declaration"), snap, [(0, 5.0), (3, 4.0)], [], SearchConfig())
     assert [h.doc for h in hits] == [3, 0]
     off = RankParams(penalties=Penalties(superseded=1.0))
     assert [
-        h.doc for h in rank_hits("field declaration", snap, [(0, 5.0), (3, 4.0)], [], SearchConfig(), off)
+        h.doc
+        for h in rank_hits(
+            parse_query("field declaration"), snap, [(0, 5.0), (3, 4.0)], [], SearchConfig(), off
+        )
     ] == [
         0,
         3,
@@ -454,9 +465,14 @@ def test_rank_hits_prefers_the_public_module_over_its_private_twin() -> None:
     rows = [_row(1, "pkg/_internal/_fields.py", "collect_fields"), _row(2, "pkg/fields.py", "FieldInfo")]
     snap = KeywordSnapshot(rows)
     keyword = [(0, 5.0), (1, 4.0)]
-    assert [h.doc for h in rank_hits("model fields", snap, keyword, [], SearchConfig())] == [1, 0]
+    assert [h.doc for h in rank_hits(parse_query("model fields"), snap, keyword, [], SearchConfig())] == [
+        1,
+        0,
+    ]
     off = RankParams(penalties=Penalties(shadowed=1.0))
-    assert [h.doc for h in rank_hits("model fields", snap, keyword, [], SearchConfig(), off)] == [0, 1]
+    assert [
+        h.doc for h in rank_hits(parse_query("model fields"), snap, keyword, [], SearchConfig(), off)
+    ] == [0, 1]
 
 
 def test_file_ranks_and_the_semantic_file_vote() -> None:
@@ -468,8 +484,12 @@ def test_file_ranks_and_the_semantic_file_vote() -> None:
     semantic = [(2, 0.9), (0, 0.8)]
     # Without the vote doc 0 (first by keyword, second by vector) wins; b.py's best vector rank lifts
     # its other chunk, doc 1, when files vote.
-    plain = rank_hits("two things", snap, keyword, semantic, config, RankParams(semantic_file=0.0))
-    voted = rank_hits("two things", snap, keyword, semantic, config, RankParams(semantic_file=5.0))
+    plain = rank_hits(
+        parse_query("two things"), snap, keyword, semantic, config, RankParams(semantic_file=0.0)
+    )
+    voted = rank_hits(
+        parse_query("two things"), snap, keyword, semantic, config, RankParams(semantic_file=5.0)
+    )
     assert plain[0].doc == 0
     assert [h.doc for h in voted] == [2, 1, 0]
 
@@ -481,16 +501,16 @@ def test_literal_queries_fuse_by_score_under_rrf() -> None:
     keyword = [(0, 30.0), (1, 2.0), (2, 1.9)]
     semantic = [(2, 0.9), (1, 0.85), (0, 0.2)]
     # A pasted line: the exact match's keyword margin decides; as ranks only, the vectors would win.
-    literal = rank_hits("value = compute(x);", snap, keyword, semantic, config)
+    literal = rank_hits(parse_query("value = compute(x);"), snap, keyword, semantic, config)
     assert literal[0].doc == 0
     described = rank_hits(
-        "compute value", snap, keyword, semantic, SearchConfig(rerank_top_n=0, hybrid_weight=0.2)
+        parse_query("compute value"), snap, keyword, semantic, SearchConfig(rerank_top_n=0, hybrid_weight=0.2)
     )
     assert described[0].doc == 2
     # A lone identifier is literal too: the vectors miss its exact match, which must still come first
     # (as ranks only, doc 2, liked by both lists, would win).
     semantic_miss = [(2, 0.9), (1, 0.85)]
-    assert rank_hits("computeValue", snap, keyword, semantic_miss, config)[0].doc == 0
+    assert rank_hits(parse_query("computeValue"), snap, keyword, semantic_miss, config)[0].doc == 0
 
 
 def test_verbatim_run_finds_the_longest_shared_word_sequence() -> None:
@@ -503,30 +523,34 @@ def test_verbatim_run_finds_the_longest_shared_word_sequence() -> None:
 
 def test_quotes_query_needs_the_words_in_order_in_one_file() -> None:
     raising = ("cmd/run.go", 'return errors.New("empty github token for release")')
-    assert quotes_query("empty github token", [raising])
+    assert quotes_query(parse_query("empty github token"), [raising])
     # A fragment cut mid-word (first word) or ending in a formatted value (last word) still quotes.
-    assert quotes_query("mpty github token for", [raising])
-    assert quotes_query("empty github token VALUE", [raising])
+    assert quotes_query(parse_query("mpty github token for"), [raising])
+    assert quotes_query(parse_query("empty github token VALUE"), [raising])
     # Two words missing, the words out of order, or fewer than three words: not a quote.
-    assert not quotes_query("really empty github token VALUE", [raising])
-    assert not quotes_query("token github empty", [raising])
-    assert not quotes_query("github token", [raising])
+    assert not quotes_query(parse_query("really empty github token VALUE"), [raising])
+    assert not quotes_query(parse_query("token github empty"), [raising])
+    assert not quotes_query(parse_query("github token"), [raising])
     # Questions describe code even when a file repeats their words.
-    assert not quotes_query("where is empty github token", [("a.go", "where is empty github token")])
+    assert not quotes_query(
+        parse_query("where is empty github token"), [("a.go", "where is empty github token")]
+    )
     # The same phrase in two files (a boilerplate doc comment) does not single one out; two chunks
     # of one file do.
     doc = "// returns the default text for this flag"
-    assert not quotes_query("returns the default text for this flag", [("a.go", doc), ("b.go", doc)])
-    assert quotes_query("returns the default text for this flag", [("a.go", doc), ("a.go", doc)])
-    assert not quotes_query("empty github token", [])
+    assert not quotes_query(
+        parse_query("returns the default text for this flag"), [("a.go", doc), ("b.go", doc)]
+    )
+    assert quotes_query(parse_query("returns the default text for this flag"), [("a.go", doc), ("a.go", doc)])
+    assert not quotes_query(parse_query("empty github token"), [])
 
 
 def test_may_quote_skips_queries_that_cannot_or_need_not_be_checked() -> None:
-    assert may_quote("empty github token")
-    assert not may_quote("github token")  # too short
-    assert not may_quote("where is the github token read")  # a question
-    assert not may_quote("token must not be empty")  # already an error message: keywords only
-    assert not may_quote("token = read(env);")  # pasted code
+    assert may_quote(parse_query("empty github token"))
+    assert not may_quote(parse_query("github token"))  # too short
+    assert not may_quote(parse_query("where is the github token read"))  # a question
+    assert not may_quote(parse_query("token must not be empty"))  # already an error message: keywords only
+    assert not may_quote(parse_query("token = read(env);"))  # pasted code
 
 
 def test_a_quoted_query_fuses_on_keywords() -> None:
@@ -536,8 +560,10 @@ def test_a_quoted_query_fuses_on_keywords() -> None:
     keyword = [(0, 30.0), (1, 2.0), (2, 1.9)]
     semantic = [(2, 0.9), (1, 0.85), (0, 0.2)]
     query = "layouts slice was empty"
-    assert rank_hits(query, snap, keyword, semantic, config)[0].doc != 0  # as ranks, the vectors win
-    quoted = rank_hits(query, snap, keyword, semantic, config, verbatim=True)
+    assert (
+        rank_hits(parse_query(query), snap, keyword, semantic, config)[0].doc != 0
+    )  # as ranks, the vectors win
+    quoted = rank_hits(parse_query(query), snap, keyword, semantic, config, verbatim=True)
     assert quoted[0].doc == 0  # the quoting chunk's keyword margin decides
     assert [h.doc for h in quoted[1:]] == [2, 1]  # the vectors still break a near tie
 
@@ -558,7 +584,9 @@ def test_engine_reads_the_best_keyword_chunks_for_a_quote(tmp_path: Path) -> Non
     def quoted(query: str) -> bool:
         hits = engine.search(query, mode="keyword").results
         by_id = {row.chunk_id: doc for doc, row in enumerate(snap.docs)}
-        return engine._quotes_query(query, snap, [Hit(by_id[r.id], r.score) for r in hits])
+        parsed = parse_query(query)
+        texts = engine._head_texts(parsed, snap, [Hit(by_id[r.id], r.score) for r in hits])
+        return engine._quotes_query(parsed, snap, texts)
 
     assert quoted("got nil layouts")
     assert not quoted("returns the default text for this flag")  # two files say it
@@ -582,18 +610,30 @@ def test_rrf_ranks_a_vector_only_candidate_by_its_keyword_score() -> None:
     keyword = [(0, 3.0)]  # the keyword top list (as cut at the pool size)
     semantic = [(1, 0.9), (2, 0.8)]
     params = RankParams(semantic_file=0.0)
-    plain = rank_hits("two things", snap, keyword, semantic, config, params)
+    plain = rank_hits(parse_query("two things"), snap, keyword, semantic, config, params)
     assert [h.doc for h in plain][:2] == [0, 1]
     # Doc 2 also has the query words (below the keyword cut): with its keyword rank it passes doc 0.
     full = {0: 3.0, 1: 0.0, 2: 1.0}
     completed = rank_hits(
-        "two things", snap, keyword, semantic, config, params, keyword_score=lambda ds: [full[d] for d in ds]
+        parse_query("two things"),
+        snap,
+        keyword,
+        semantic,
+        config,
+        params,
+        keyword_score=lambda ds: [full[d] for d in ds],
     )
     assert [h.doc for h in completed] == [2, 0, 1]
     # Literal queries keep their own keyword list (score fusion): the same input, unchanged order.
-    literal = rank_hits("twoThings", snap, keyword, semantic, config, params)
+    literal = rank_hits(parse_query("twoThings"), snap, keyword, semantic, config, params)
     completed_literal = rank_hits(
-        "twoThings", snap, keyword, semantic, config, params, keyword_score=lambda ds: [full[d] for d in ds]
+        parse_query("twoThings"),
+        snap,
+        keyword,
+        semantic,
+        config,
+        params,
+        keyword_score=lambda ds: [full[d] for d in ds],
     )
     assert [h.doc for h in literal] == [h.doc for h in completed_literal]
 
@@ -621,7 +661,7 @@ def test_path_stem_weights_discount_words_most_paths_share() -> None:
     assert path_stem_weights([]) == {}
     # The project's name in the query no longer lets initTRPC.ts match "tRPC routers" as well as
     # router.ts does.
-    profile = profile_query("how tRPC routers are created")
+    profile = parse_query("how tRPC routers are created")
     flat = path_score("server/src/initTRPC.ts", profile)
     assert flat == path_score("server/src/router.ts", profile)
     weighted = path_score("server/src/initTRPC.ts", profile, weights=weights)
@@ -639,7 +679,7 @@ def test_module_roots_are_named_by_their_folder() -> None:
     assert module_path("mod.rs") == ("", "mod")  # no folder to stand for
     assert module_path("pkg/__init__.py") == ("pkg", "__init__")
     assert path_field_tokens("src/routing/mod.rs") == ["src", "routing", "routing"]
-    middleware = profile_query("how middleware layers are mapped")
+    middleware = parse_query("how middleware layers are mapped")
     assert path_score("src/middleware/mod.rs", middleware) > path_score("src/middleware/util.rs", middleware)
     assert path_score("src/middleware/mod.rs", middleware) == path_score("src/middleware.rs", middleware)
 
@@ -756,3 +796,128 @@ def test_external_reranker_reorders_and_falls_back_on_failure(tmp_path: Path) ->
     assert [r.id for r in down.search("redirect location", mode="keyword").results] == deterministic
     assert down.reranker_error
     down.close()
+
+
+# ------------------------------------------------------------------------------------------ parsed query
+
+
+@pytest.mark.parametrize(
+    ("query", "style"),
+    [
+        ("parseConfig", "identifier"),
+        ("Session", "identifier"),
+        ("src/router/index.ts", "path"),
+        ("if (user == null) { return; }", "snippet"),
+        ("ValueError: port must be a number", "error"),
+        ("who calls refresh_token", "relation"),
+        ("how are redirects followed across hosts", "description"),
+        ("validate the payment amount before charging the customer card", "description"),
+        ("redirect following", "phrase"),
+    ],
+)
+def test_parse_query_names_the_style(query: str, style: str) -> None:
+    assert parse_query(query).style == style
+
+
+def test_parse_query_reads_literals_and_relations_once() -> None:
+    parsed = parse_query('where is `parse_config` used in "config/loader.py"')
+    assert parsed.quoted == ("parse_config", "config/loader.py")
+    assert parsed.paths == ("config/loader.py",)
+    assert parse_query("which function calls Session.send?").relation == Relation("callers", "Session.send")
+    assert parse_query("callers of handle_request").relation == Relation("callers", "handle_request")
+    assert parse_query("what does main call").relation == Relation("callees", "main")
+    assert parse_query("where is getUser used").relation == Relation("references", "getUser")
+    assert parse_query("where is the config loaded").relation is None  # asks for the code, not uses
+    assert parse_query("how does the caller of X work").relation is None
+    # The keyword terms are parsed with the query (inflections only for descriptions).
+    assert parse_query("spawned tasks").terms[:2] == ("spawned", "tasks")
+    assert keyword_query("getUserById") == (list(parse_query("getUserById").terms), [1.0] * 4)
+
+
+# ------------------------------------------------------------------------------------------ guarantees
+
+_GUARANTEE_REPO = {
+    "app/settings.py": (
+        "def load_settings(path):\n"
+        "    '''Read the settings file.'''\n"
+        "    text = open(path).read()\n"
+        "    return parse_settings(text)\n\n\n"
+        "def parse_settings(text):\n"
+        "    values = {}\n"
+        "    for line in text.splitlines():\n"
+        "        key, _, value = line.partition('=')\n"
+        "        values[key.strip()] = value.strip()\n"
+        "    return values\n"
+    ),
+    "app/server.py": (
+        "from app.settings import load_settings\n\n\n"
+        "def start_server(config_path):\n"
+        "    settings = load_settings(config_path)\n"
+        "    port = int(settings.get('port', 8080))\n"
+        "    return serve_forever(port)\n\n\n"
+        "def serve_forever(port):\n"
+        "    raise RuntimeError(f'settings port {port} must be free before serving')\n"
+    ),
+    "tests/test_settings.py": (
+        "from app.settings import load_settings, parse_settings\n\n\n"
+        "def test_parse_settings():\n"
+        "    assert parse_settings('port = 1') == {'port': '1'}\n\n\n"
+        "def test_load_settings(tmp_path):\n"
+        "    (tmp_path / 's').write_text('port=2')\n"
+        "    assert load_settings(tmp_path / 's')['port'] == '2'\n"
+    ),
+    "docs/settings.md": "# Settings\n\nparse_settings reads key = value lines; load_settings the file.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def guarantee_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    base = tmp_path_factory.mktemp("guarantees")
+    root = make_repo(base / "repo", _GUARANTEE_REPO)
+    engine = Engine(root, index_path=base / "index")
+    engine.index()
+    return engine
+
+
+def _ranked(engine: Engine, query: str, ranker: str) -> list[tuple[str, str]]:
+    return [(r.path, r.symbol) for r in engine.search(query, mode="keyword").results]
+
+
+@pytest.mark.parametrize("ranker", ["rules"])
+def test_a_query_quoted_from_one_chunk_ranks_that_chunk_first(guarantee_engine: Engine, ranker: str) -> None:
+    # Lines of one chunk, quoted verbatim (re-indented: whitespace runs count as one space).
+    quoted = "key, _, value = line.partition('=')\n values[key.strip()] = value.strip()"
+    assert _ranked(guarantee_engine, quoted, ranker)[0] == ("app/settings.py", "parse_settings")
+    assert _ranked(guarantee_engine, "port = int(settings.get('port', 8080))", ranker)[0] == (
+        "app/server.py",
+        "start_server",
+    )
+
+
+@pytest.mark.parametrize("ranker", ["rules"])
+def test_an_identifier_naming_one_definition_ranks_it_first(guarantee_engine: Engine, ranker: str) -> None:
+    for name, path in [("parse_settings", "app/settings.py"), ("serve_forever", "app/server.py")]:
+        assert _ranked(guarantee_engine, name, ranker)[0] == (path, name)
+
+
+@pytest.mark.parametrize("ranker", ["rules"])
+def test_a_relation_question_is_answered_by_the_caller(guarantee_engine: Engine, ranker: str) -> None:
+    # "who calls load_settings": its callers (start_server, the test), not its definition, come first.
+    top = _ranked(guarantee_engine, "who calls load_settings", ranker)[:2]
+    assert ("app/server.py", "start_server") in top
+    assert ("app/settings.py", "load_settings") not in top
+    callees = _ranked(guarantee_engine, "what does start_server call", ranker)[:3]
+    assert ("app/settings.py", "load_settings") in callees
+
+
+def test_guarantees_promote_only_a_unique_match() -> None:
+    from codebase_index.ranking.pipeline import guarantees
+
+    ranked = [Hit(1, 3.0), Hit(2, 2.0), Hit(3, 1.0)]
+    cands = [Candidate(1, "a.py", "other", "function", 3.0), Candidate(3, "b.py", "target", "function", 1.0)]
+    assert [h.doc for h in guarantees(ranked, parse_query("target"), cands, [])] == [3, 1, 2]
+    assert [h.doc for h in guarantees(ranked, parse_query("some text here"), cands, [2])] == [2, 1, 3]
+    # Two chunks hold the quote, or two definitions: nothing is promoted.
+    assert guarantees(ranked, parse_query("some text here"), cands, [2, 3]) == ranked
+    two = [*cands, Candidate(2, "c.py", "target", "function", 2.0)]
+    assert guarantees(ranked, parse_query("target"), two, []) == ranked

@@ -1,0 +1,138 @@
+"""The rank stage as the engine calls it: fuse the retrievers' candidates, score the head with the
+code-aware features, keep the tail in fused order; and the merge of an external reranker's answer.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..search import Hit, KeywordSnapshot
+from .features import definition_score, path_stem_weights, shadowed_private, superseded_dirs
+from .fusion import fuse
+from .model import Candidate, RankParams, rank
+from .query import ParsedQuery
+
+if TYPE_CHECKING:
+    from ..config import SearchConfig
+
+
+_LAYOUT: weakref.WeakKeyDictionary[
+    KeywordSnapshot, tuple[int, tuple[str, ...], frozenset[str], dict[str, float]]
+] = weakref.WeakKeyDictionary()
+
+
+def _layout_of(snap: KeywordSnapshot) -> tuple[tuple[str, ...], frozenset[str], dict[str, float]]:
+    """(`superseded_dirs`, `shadowed_private`, `path_stem_weights`) of a snapshot's files, computed once
+    per snapshot (and again if its file list grows or shrinks)."""
+    n = len(snap.file_paths)
+    cached = _LAYOUT.get(snap)
+    if cached is None or cached[0] != n:
+        paths = snap.file_paths
+        cached = (
+            n,
+            tuple(sorted(superseded_dirs(paths))),
+            shadowed_private(paths),
+            path_stem_weights(paths),
+        )
+        _LAYOUT[snap] = cached
+    return cached[1], cached[2], cached[3]
+
+
+def rank_hits(
+    parsed: ParsedQuery,
+    snap: KeywordSnapshot,
+    keyword_hits: Sequence[tuple[int, float]],
+    semantic_hits: Sequence[tuple[int, float]],
+    config: SearchConfig,
+    params: RankParams | None = None,
+    keyword_score: Callable[[Sequence[int]], Sequence[float]] | None = None,
+    verbatim: bool = False,
+    relation: Sequence[int] = (),
+    exact: Sequence[int] = (),
+) -> list[Hit]:
+    """THE ranking entry point of every search mode: fuse the retrievers' candidates (either list may
+    be empty), rerank the best `config.rerank_top_n` with the code-aware signals, keep the rest after
+    them in fused order. Scores are comparable within one answer only. `keyword_score` gives any
+    document's keyword score, `verbatim` says a keyword candidate quotes the query (see `fusion.fuse`).
+    `relation`: the documents the code graph answers a relation question with (the callers of X, best
+    first); they join the head as candidates with their relation as a feature. `exact`: the keyword
+    candidates whose text holds the whole query verbatim (see `guarantees`)."""
+    docs = snap.docs
+    ordered = fuse(
+        parsed, keyword_hits, semantic_hits, config, lambda d: docs[d].path, params, keyword_score, verbatim
+    )
+    top_n = config.rerank_top_n
+    if top_n <= 0 or not ordered:
+        return [Hit(d, s) for d, s in ordered]
+    head, tail = ordered[:top_n], ordered[top_n:]
+    related = frozenset(relation)
+    if related:
+        # Graph answers outside the head join it at its lowest score (their relation lifts them).
+        have = {d for d, _ in head}
+        floor = head[-1][1]
+        tail = [(d, s) for d, s in tail if d not in related]
+        head = head + [(d, floor) for d in dict.fromkeys(relation) if d not in have]
+    old, shadowed, path_weights = _layout_of(snap)
+    candidates = []
+    for d, s in head:
+        doc = docs[d]
+        path = doc.path
+        candidates.append(
+            Candidate(d, path, doc.symbol, doc.kind, s, bool(old) and path.startswith(old), path in shadowed)
+        )
+    ranked = rank(candidates, parsed, params, path_weights, related)
+    out = guarantees([Hit(r.doc, r.score) for r in ranked], parsed, candidates, exact)
+    if tail:
+        # The tail keeps its fused order, scaled to sit strictly below the reranked head.
+        floor = min((r.score for r in ranked), default=1.0)
+        last = head[-1][1] or 1.0
+        out += [Hit(d, floor * 0.999 * (s / last if last > 0 else 1.0)) for d, s in tail]
+    return out
+
+
+def guarantees(
+    ranked: list[Hit], parsed: ParsedQuery, candidates: Sequence[Candidate], exact: Sequence[int]
+) -> list[Hit]:
+    """What no scorer may trade away: a query one chunk alone holds verbatim ranks that chunk first; a
+    lone identifier that exactly one candidate defines ranks that definition first (a relation question
+    names a symbol to find its callers, so not there). The promoted chunk takes the top score."""
+    first: int | None = None
+    if len(exact) == 1:
+        first = exact[0]
+    elif parsed.symbol_query and parsed.relation is None:
+        defining = [c.doc for c in candidates if definition_score(c.symbol, parsed) >= 1.0]
+        if len(defining) == 1:
+            first = defining[0]
+    if first is None or not ranked or ranked[0].doc == first:
+        return ranked
+    at = next((i for i, h in enumerate(ranked) if h.doc == first), None)
+    if at is None:
+        return ranked
+    top = ranked[0].score
+    return [Hit(first, top + abs(top) * 1e-6 + 1e-9), *ranked[:at], *ranked[at + 1 :]]
+
+
+def merge_external(
+    hits: Sequence[tuple[int, float]], external: Sequence[tuple[int, float]], top_n: int
+) -> list[Hit]:
+    """Apply an external reranker's answer ((index into hits[:top_n], relevance) pairs, best first) to
+    the deterministic order: the indices it returned come first in its order, the rest of the head
+    keeps its deterministic order after them, then the tail. Scores become ranks (1/position) so that
+    the two scales are never mixed. Raises ValueError on an index outside the head or a repeat.
+
+    >>> merge_external([Hit(7, 3.0), Hit(8, 2.0), Hit(9, 1.0)], [(1, 0.9)], 2)
+    [Hit(doc=8, score=1.0), Hit(doc=7, score=0.5), Hit(doc=9, score=0.333333)]
+    """
+    head = list(hits[:top_n])
+    chosen: list[int] = []
+    for index, _ in external:
+        if not 0 <= index < len(head):
+            raise ValueError(f"reranker returned index {index} outside the {len(head)} documents sent")
+        if index in chosen:
+            raise ValueError(f"reranker returned index {index} twice")
+        chosen.append(index)
+    rest = [i for i in range(len(head)) if i not in set(chosen)]
+    order = [head[i][0] for i in chosen + rest] + [h[0] for h in hits[top_n:]]
+    return [Hit(doc, round(1.0 / (pos + 1), 6)) for pos, doc in enumerate(order)]

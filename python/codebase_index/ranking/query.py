@@ -1,0 +1,490 @@
+"""Query parsing: the typed query every later stage reads, parsed once per search.
+
+A query arrives as text in one of several styles (an identifier, a short phrase, a description, a pasted
+error or log line, a code snippet, a relation question such as "who calls X", a path); `parse_query`
+names its style, the literals it holds (identifiers, quoted strings, paths) and the derived word and stem
+sets, and the keyword retriever's weighted terms. Nothing downstream re-reads the raw text for these.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..bm25 import QUERY_STOP_WORDS, inflections, stem, tokenize
+from ..search import query_terms
+
+# Extra words that carry no intent in a natural-language code question ("how does X work").
+_QUESTION_WORDS = frozenset(
+    [
+        "how",
+        "does",
+        "do",
+        "what",
+        "where",
+        "when",
+        "why",
+        "which",
+        "who",
+        "is",
+        "are",
+        "implemented",
+        "implementation",
+        "handled",
+        "handle",
+        "work",
+        "works",
+        "used",
+        "use",
+        "using",
+        "code",
+        "logic",
+        "function",
+        "functions",
+        "method",
+        "methods",
+        "class",
+        "classes",
+    ]
+)
+_IDENTIFIER_SHAPES = (
+    re.compile(r"[a-z0-9][A-Z]"),  # camelCase, getUserById
+    re.compile(r"[A-Z]{2,}[a-z]"),  # HTTPServer
+    re.compile(r"\w_\w|^_\w"),  # snake_case, _private
+    re.compile(r"\w(::|\.|->|#)\w"),  # Foo::bar, pkg.func, obj->f, Class#method
+    re.compile(r"\w\(\)?$"),  # call()
+)
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
+_DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog"})
+_EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "sample", "samples"})
+
+
+# Pasted code: punctuation natural-language questions do not use (a qualified `Foo::bar` is an identifier).
+_CODE_SYNTAX = re.compile(r"[(){};=\[\]]|:=|=>|->|\n")
+# Pasted error messages: the phrasing of runtime errors, quoted names, `%` verbs, "key: value".
+_ERROR_SHAPE = re.compile(
+    r"\b(cannot|can't|could not|couldn't|invalid|must|expected|unexpected|failed|unsupported|missing"
+    r"|unknown|required|not allowed|not found|no such|does not|doesn't|already|not supported|not defined"
+    r"|undefined|illegal|too many|too few|out of range|should be|is not|are not)\b|[`'\"%]|\w: ",
+    re.IGNORECASE,
+)
+
+
+# A question or a how-to ("how tasks that are not Send run", "where is X validated") describes code, even
+# when it uses error words; pasted messages do not open like that.
+_QUESTION_START = re.compile(r"\s*(how|what|where|why|which|when|who|does|do|is|are|can)\b", re.IGNORECASE)
+
+
+# Query styles `parse_query` names (`ParsedQuery.style`): each fits some signals and not others, so the
+# style is a feature of the scorer and a key of every quality report.
+STYLES = ("identifier", "path", "snippet", "error", "relation", "description", "phrase")
+
+# Relation questions: (pattern, relation). The named symbol is group "name"; "callers" wants the
+# functions that call it, "callees" what it calls, "references" where it is used.
+_NAME = r"[`'\"]?(?P<name>[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)[`'\"]?(?:\(\))?"
+_END = r"\s*\??\s*$"
+_RELATIONS = (
+    (
+        re.compile(
+            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+(?:calls?|invokes?)|(?:find\s+|list\s+|show\s+)?"
+            r"(?:the\s+|all\s+)?callers\s+(?:of|for))\s+" + _NAME + _END,
+            re.IGNORECASE,
+        ),
+        "callers",
+    ),
+    (
+        re.compile(r"^\s*where\s+(?:is|are)\s+" + _NAME + r"\s+(?:called|invoked)(?:\s+from)?" + _END, re.I),
+        "callers",
+    ),
+    (
+        re.compile(r"^\s*(?:what|which(?:\s+\w+){0,2}?)\s+(?:does|do)\s+" + _NAME + r"\s+call" + _END, re.I),
+        "callees",
+    ),
+    (
+        re.compile(
+            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+uses|(?:find\s+|list\s+|show\s+)?(?:all\s+)?"
+            r"(?:usages?|references?|uses)\s+(?:of|to))\s+" + _NAME + _END,
+            re.IGNORECASE,
+        ),
+        "references",
+    ),
+    (
+        re.compile(r"^\s*where\s+(?:is|are)\s+" + _NAME + r"\s+(?:used|referenced)" + _END, re.I),
+        "references",
+    ),
+)
+_QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^']{2,})'")
+_PATH_WORD = re.compile(r"^[\w.\-]*[\w\-]/[\w./\-]+$|^[\w\-]+\.(?:[a-z]{1,4})$")
+_DESCRIPTION_WORDS = 6  # content words from which a plain-words query is a description, not a phrase
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A relation question: which `kind` ("callers", "callees", "references") of symbol `name`."""
+
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """The typed query: what it asks for and the literals in it, derived once per search and passed to
+    every stage (retrievers, fusion, features, scoring)."""
+
+    text: str
+    words: tuple[str, ...]  # content words, lower-case, stop/question words dropped, in order
+    stems: frozenset[str]  # stems of words and of their identifier parts
+    identifiers: tuple[str, ...]  # code-like words as typed ("getUserById", "Foo::bar", "Session")
+    symbol_query: bool  # the whole query is one identifier or qualified name
+    wants_tests: bool
+    wants_docs: bool
+    wants_examples: bool
+    code_like: bool = False  # pasted code: brackets, `=`, `;`, `=>`, several lines
+    error_like: bool = False  # pasted error message: error phrasing, quotes, `key: value`
+    compounds: tuple[tuple[str, frozenset[str]], ...] = ()  # see `_compounds`
+    style: str = "phrase"  # one of `STYLES`
+    quoted: tuple[str, ...] = ()  # text in quotes or backticks, as typed
+    paths: tuple[str, ...] = ()  # words that look like file paths
+    relation: Relation | None = None  # set for relation questions ("who calls X")
+    question: bool = False  # opens like a question or a how-to (`_QUESTION_START`)
+    terms: tuple[str, ...] = ()  # the keyword retriever's terms (`keyword_query`)
+    term_weights: tuple[float, ...] = ()
+    plain_words: tuple[str, ...] = ()  # words as written, for the verbatim check (`quotes_query`)
+
+    @property
+    def literal(self) -> bool:
+        """The query is text to find verbatim (one identifier, pasted code or an error message), not a
+        description. Identifiers too: benchmark symbol queries 0.943 -> 0.951, validation identifiers
+        0.990 -> 0.995 (overall 0.8457 -> 0.8475 and 0.931 -> 0.933)."""
+        return self.symbol_query or self.code_like or self.error_like
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def parse_query(query: str) -> ParsedQuery:
+    """Parse a query once: its style, the identifiers, quoted strings and paths it names, content words
+    and their stems, what kind of file (tests, docs, examples) it explicitly asks for, and the keyword
+    retriever's weighted terms.
+
+    >>> p = parse_query("how does parseConfig handle Foo::bar")
+    >>> p.identifiers, p.symbol_query
+    (('parseConfig', 'Foo::bar'), False)
+    >>> parse_query("Session").symbol_query, parse_query("redirect following").symbol_query
+    (True, False)
+    """
+    raw_words = query.split()
+    identifiers: list[str] = []
+    for raw in raw_words:
+        word = raw.strip("`'\",;:!?()[]{}<>")
+        if not word or not re.search(r"\w", word):
+            continue
+        if any(shape.search(word) for shape in _IDENTIFIER_SHAPES):
+            identifiers.append(word.rstrip("()"))
+    single = len(raw_words) == 1 and bool(
+        re.fullmatch(r"[\w:.#>\-]+\(?\)?", raw_words[0] if raw_words else "")
+    )
+    if single and not identifiers:
+        identifiers.append(raw_words[0].rstrip("()"))
+    tokens = [t for t in tokenize(query) if t not in QUERY_STOP_WORDS]
+    words = tuple(dict.fromkeys(t for t in tokens if t not in _QUESTION_WORDS)) or tuple(
+        dict.fromkeys(tokens)
+    )
+    stems = frozenset(stem(w) for w in words)
+    lowered = set(tokenize(query))
+    code_like = bool(_CODE_SYNTAX.search(query.strip()))
+    question = bool(_QUESTION_START.match(query))
+    error_like = bool(_ERROR_SHAPE.search(query)) and not question
+    symbol_query = single
+    literal = symbol_query or code_like or error_like
+    terms, term_weights = _keyword_terms(query, literal)
+    quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(query))
+    paths = tuple(w.strip("`'\",;:()") for w in raw_words if _PATH_WORD.match(w.strip("`'\",;:()")))
+    relation = _relation(query)
+    return ParsedQuery(
+        text=query,
+        words=words,
+        stems=stems,
+        identifiers=tuple(identifiers),
+        symbol_query=symbol_query,
+        wants_tests=bool({stem(w) for w in lowered} & _TEST_STEMS),
+        wants_docs=bool(lowered & _DOC_WORDS),
+        wants_examples=bool(lowered & _EXAMPLE_WORDS),
+        code_like=code_like,
+        error_like=error_like,
+        compounds=_compounds(words),
+        style=_style(relation, paths, raw_words, symbol_query, code_like, error_like, question, words),
+        quoted=quoted,
+        paths=paths,
+        relation=relation,
+        question=question,
+        terms=tuple(terms),
+        term_weights=tuple(term_weights),
+        plain_words=tuple(_plain_words(query)),
+    )
+
+
+def _relation(query: str) -> Relation | None:
+    """The relation question the query asks, if it is one ("who calls parse_config", "where is X used").
+
+    >>> _relation("who calls refresh_token?")
+    Relation(kind='callers', name='refresh_token')
+    >>> _relation("which function calls `Session.send`")
+    Relation(kind='callers', name='Session.send')
+    >>> _relation("where is parseConfig used"), _relation("where is the config parsed")
+    (Relation(kind='references', name='parseConfig'), None)
+    >>> _relation("what does handle_request call")
+    Relation(kind='callees', name='handle_request')
+    """
+    for pattern, kind in _RELATIONS:
+        m = pattern.match(query)
+        if m is not None:
+            return Relation(kind, m.group("name"))
+    return None
+
+
+def _style(
+    relation: Relation | None,
+    paths: tuple[str, ...],
+    raw_words: Sequence[str],
+    symbol_query: bool,
+    code_like: bool,
+    error_like: bool,
+    question: bool,
+    words: Sequence[str],
+) -> str:
+    """The query's style (one of `STYLES`), most specific first."""
+    if relation is not None:
+        return "relation"
+    if len(raw_words) == 1 and paths:
+        return "path"
+    if symbol_query:
+        return "identifier"
+    if code_like:
+        return "snippet"
+    if error_like:
+        return "error"
+    if question or len(words) >= _DESCRIPTION_WORDS:
+        return "description"
+    return "phrase"
+
+
+def _compounds(words: Sequence[str]) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Runs of 2-3 consecutive query words as one word a path may spell (`realip.go` for "real IP",
+    `threadpool.c` for "thread pool"): (stem of the joined run, stems of its words). Runs that spell a
+    typed word are left out (`WebSocket` is typed; its parts web, socket are not a compound).
+
+    >>> [joined for joined, _ in _compounds(("real", "ip", "headers"))]
+    ['realip', 'ipheader', 'realipheader']
+    >>> "websocket" in [joined for joined, _ in _compounds(("websocket", "web", "socket"))]
+    False
+    """
+    typed = set(words)
+    out: list[tuple[str, frozenset[str]]] = []
+    for size in (2, 3):
+        for i in range(len(words) - size + 1):
+            run = words[i : i + size]
+            if "".join(run) not in typed:
+                out.append((stem("".join(run)), frozenset(stem(w) for w in run)))
+    return tuple(out)
+
+
+# Stems, so that "mocking", "mocked" or "fixtures" ask for test code as "mock" does.
+_TEST_STEMS = frozenset(stem(w) for w in _TEST_WORDS)
+
+
+# Keyword share (at least) for queries that are literal text to find rather than a description:
+# measured on the validation set, vectors cost pasted code 0.95 -> 0.86 and error messages 0.92 -> 0.83
+# (file nDCG@10) at the default weight, while helping descriptions.
+# Error messages: keywords only (the vectors still add candidates after the keyword matches). A pasted
+# message is found by its words at the raising site; the sentence model scores other messages about
+# the same subject close to it. Validation errors 0.871 -> 0.882 (hybrid MEAN 0.933 -> 0.937, keyword
+# mode 0.908), benchmark unchanged; 0.9 gave 0.876. Safe since questions are never error-like (see
+# `_QUESTION_START`).
+SYMBOL_KEYWORD_WEIGHT = 0.8
+CODE_KEYWORD_WEIGHT = 0.85
+ERROR_KEYWORD_WEIGHT = 1.0
+
+
+# Literal queries (`ParsedQuery.literal`) fuse by score even when rrf is configured: how far the exact match
+# stands out is the signal, and RRF keeps only ranks (validation: snippets 0.89 -> 0.95, errors
+# 0.83 -> 0.87 file nDCG@10; benchmark descriptions unchanged).
+LITERAL_SCORE_FUSION = True
+
+
+# Weight of an inflection the query did not type (`task` for "tasks") beside the typed word (1.0).
+# Benchmark keyword 0.8085 -> 0.8340, hybrid 0.8583 -> 0.8640 (semble's BM25 indexes stems beside
+# words for the same reason); validation keyword 0.939 -> 0.941, hybrid 0.937 -> 0.937. Weight 1.0:
+# benchmark 0.8645 but validation hybrid 0.935; 0.75: 0.8664 / 0.936.
+INFLECTION_WEIGHT = 0.5
+
+
+def keyword_query(query: str) -> tuple[list[str], list[float]]:
+    """The keyword retriever's weighted terms: the query's tokens, plus, for a description, the other
+    inflections of its words at `INFLECTION_WEIGHT` (the caller keeps those its vocabulary holds).
+    Literal queries (an identifier, pasted code or an error message) are matched as typed.
+
+    >>> keyword_query("spawned tasks")[0][:4]
+    ['spawned', 'tasks', 'spawn', 'spawne']
+    >>> keyword_query("getUserById")
+    (['getuserbyid', 'get', 'user', 'id'], [1.0, 1.0, 1.0, 1.0])
+    """
+    parsed = parse_query(query)
+    return list(parsed.terms), list(parsed.term_weights)
+
+
+def _keyword_terms(query: str, literal: bool) -> tuple[list[str], list[float]]:
+    """`keyword_query` for a query whose literalness is known (`ParsedQuery.literal`)."""
+    terms = list(query_terms(query))
+    weights = [1.0] * len(terms)
+    if literal:
+        return terms, weights
+    seen = set(terms)
+    for term in list(terms):
+        for form in inflections(term):
+            if form not in seen:
+                seen.add(form)
+                terms.append(form)
+                weights.append(INFLECTION_WEIGHT)
+    return terms, weights
+
+
+# A query whose words the code holds verbatim, in order (a pasted message or docstring the shape
+# detectors above do not recognise: "value not recognized", "got nil/empty layouts slice") is literal text
+# too: keywords find the quoting chunk, vectors only the chunks about the same subject. On the validation
+# sets every pasted error where hybrid lost to keyword mode had no error shape; fusing these like pasted
+# code (0.85): hybrid errors go 0.806 -> 0.911, js 0.879 -> 0.898, py 0.916 -> 0.918 (MEAN 0.938 ->
+# 0.943), benchmark and file-level set unchanged. 0.92 / 1.0: the same errors but go descriptions -0.022
+# before `quotes_query` ignored phrases several files repeat.
+VERBATIM_MIN_WORDS = 3
+VERBATIM_KEYWORD_WEIGHT = 0.85
+VERBATIM_CANDIDATES = 10  # how many of the best keyword candidates are read for the check
+
+
+def _plain_words(text: str) -> list[str]:
+    """Lower-case words and numbers as written (no identifier splitting): the order `verbatim_run` reads."""
+    return re.findall(r"[^\W_]+", text.lower())
+
+
+def verbatim_run(query_words: Sequence[str], text_words: Sequence[str]) -> int:
+    """Length of the longest run of consecutive query words that also appears consecutively in the text.
+
+    >>> verbatim_run(["value", "not", "recognized"], ["throw", "value", "not", "recognized"])
+    3
+    >>> verbatim_run(["a", "b", "c"], ["b", "x", "c"])
+    1
+    """
+    wanted = set(query_words)
+    starts: dict[str, list[int]] = {}
+    for j, t in enumerate(text_words):
+        if t in wanted:
+            starts.setdefault(t, []).append(j)
+    best = 0
+    n, m = len(query_words), len(text_words)
+    for i, q in enumerate(query_words):
+        if n - i <= best:
+            break
+        for j in starts.get(q, ()):
+            k = 1
+            while i + k < n and j + k < m and query_words[i + k] == text_words[j + k]:
+                k += 1
+            best = max(best, k)
+    return best
+
+
+def may_quote(parsed: ParsedQuery) -> bool:
+    """Whether `quotes_query` could hold for this query, before reading any text: at least
+    `VERBATIM_MIN_WORDS` words, not a question, and not literal already (an identifier, pasted code or
+    an error message fuses on keywords anyway).
+
+    >>> [may_quote(parse_query(q)) for q in ("got nil layouts slice", "how are layouts sliced", "nil slice")]
+    [True, False, False]
+    """
+    return len(parsed.plain_words) >= VERBATIM_MIN_WORDS and not parsed.question and not parsed.literal
+
+
+def quotes_query(parsed: ParsedQuery, texts: Iterable[tuple[str, str]]) -> bool:
+    """Whether the query's words stand verbatim in the (path, text) candidates of exactly one file: all
+    of them in order, or all but the first or last (a pasted fragment cut mid-word, a placeholder in
+    place of a formatted value), and at least `VERBATIM_MIN_WORDS`. Questions are descriptions however
+    well their words match, and a phrase several files repeat (a boilerplate doc comment such as
+    "returns the default text for this flag" on every flag type) does not say which one is meant.
+
+    >>> quotes_query(parse_query("value not recognized"), [("a.py", "raise Error(f'{x} not recognized')")])
+    False
+    >>> texts = [("a.go", 'errors.New("got nil/empty layouts slice")')]
+    >>> quotes_query(parse_query("got nil/empty layouts slice"), texts)
+    True
+    >>> cut = parse_query("Please provide only one of value")
+    >>> quotes_query(cut, [("a.js", '"Please provide only one of --" + k')])
+    True
+    >>> quotes_query(parse_query("got no name"), [("a.go", "// got no name"), ("b.go", "// got no name")])
+    False
+    """
+    words = parsed.plain_words
+    need = max(VERBATIM_MIN_WORDS, len(words) - 1)
+    if len(words) < VERBATIM_MIN_WORDS or parsed.question:
+        return False
+    wanted = set(words)
+    files: set[str] = set()
+    for path, text in texts:
+        if path in files:
+            continue
+        text_words = _plain_words(text)
+        if len(wanted.intersection(text_words)) >= need and verbatim_run(words, text_words) >= need:
+            files.add(path)
+    return len(files) == 1
+
+
+QUOTATION_MIN_WORDS = 4  # a shorter plain-words query is a phrase that may merely recur in some comment
+
+
+def is_quotation(parsed: ParsedQuery) -> bool:
+    """The query may be text quoted from the code (pasted code, an error message, or four or more words
+    that are not a question): the queries the exact-text guarantee applies to. Three words ("selector
+    event loop") are a phrase the answer need not spell; it may recur verbatim in an unrelated comment.
+
+    >>> [is_quotation(parse_query(q)) for q in ("selector event loop", "x = f(y)", "how is the loop closed")]
+    [False, True, False]
+    """
+    if parsed.code_like or parsed.error_like:
+        return True
+    return len(parsed.plain_words) >= QUOTATION_MIN_WORDS and not parsed.question
+
+
+def exact_matches(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> list[int]:
+    """The documents among (doc, text) whose text holds the whole query verbatim (whitespace runs
+    count as one space): the exact-literal evidence behind the quoted-text guarantee (`pipeline`).
+
+    >>> exact_matches(parse_query("if x  is None:"), [(1, "y = 2"), (2, "    if x is None:\\n  return")])
+    [2]
+    """
+    wanted = " ".join(parsed.text.split())
+    if not wanted:
+        return []
+    return [doc for doc, text in texts if wanted in " ".join(text.split())]
+
+
+def identifier_keyword_weight(parsed: ParsedQuery, base: float) -> float:
+    """Keyword share in hybrid fusion: identifier-like queries, pasted code and pasted error messages
+    trust exact matches more than vectors; descriptions keep the configured share.
+
+    >>> identifier_keyword_weight(parse_query("getUserById"), 0.5)
+    0.8
+    >>> identifier_keyword_weight(parse_query("where are payments validated"), 0.5)
+    0.5
+    >>> identifier_keyword_weight(parse_query("if (user == null) { return; }"), 0.5)
+    0.85
+    >>> identifier_keyword_weight(parse_query("port must be a number"), 0.5)
+    1.0
+    """
+    weight = base
+    if parsed.symbol_query:
+        weight = max(weight, SYMBOL_KEYWORD_WEIGHT)
+    elif parsed.identifiers:
+        weight = max(weight, min(1.0, base + 0.15))
+    if parsed.code_like:
+        weight = max(weight, CODE_KEYWORD_WEIGHT)
+    if parsed.error_like:
+        weight = max(weight, ERROR_KEYWORD_WEIGHT)
+    return weight
