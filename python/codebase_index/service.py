@@ -35,7 +35,7 @@ from .git import current_branch
 from .graph.extractor import INLINE_MAX_FILES, ExtractReport
 from .graph.query import CallGraph, ImplementationLookup, incomplete_notice
 from .graph.refresher import GraphRefresher, extraction_running
-from .graph.store import EdgeRefresh, GraphStore
+from .graph.store import DefinitionRow, EdgeRefresh, GraphStore
 from .indexer import Indexer, IndexReport, ProgressFn, graph_enabled
 from .models import SearchResult
 from .ranking import (
@@ -55,6 +55,7 @@ from .store import SkippedRow, Store, StoreError
 from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
 
 if TYPE_CHECKING:
+    from .context.assemble import ContextPack
     from .embeddings.base import EmbeddingProvider
     from .rerank_providers import Reranker
 
@@ -968,3 +969,41 @@ class Engine:
         except OSError:
             return None
         return "\n".join(lines[start - 1 : end])
+
+    # -- evidence packs -----------------------------------------------------------------------------
+
+    def definitions(self, name: str, *, limit: int = 5) -> list[DefinitionRow]:
+        """Definitions named `name` (a name, `Class.method`, `path#qualified`), implementation first."""
+        from .graph.query import caller_counts, rank_definitions
+
+        branch = self.branch()
+
+        def query(graphs: GraphStore) -> list[DefinitionRow]:
+            defs = graphs.definitions(branch, name.strip())
+            return rank_definitions(defs, name, caller_counts(graphs, branch, defs[:50]))[:limit]
+
+        found, _ = self._graph_read(branch, query)
+        return found
+
+    def file_lines(self, path: str) -> list[str] | None:
+        """A project file's lines as on disk now (None for knowledge-base paths, gone or unreadable)."""
+        if path.startswith("kb:"):
+            return None
+        try:
+            with open(self.root / path, encoding="utf-8", errors="replace") as handle:
+                return handle.read().splitlines()
+        except OSError:
+            return None
+
+    def context(
+        self,
+        query: str,
+        *,
+        max_tokens: int = 1500,
+        filters: Filters | None = None,
+        allow: Callable[[str, int, int], bool] | None = None,
+    ) -> ContextPack:
+        """A token-budgeted evidence pack for `query` (see `context.assemble`)."""
+        from .context.assemble import build_context
+
+        return build_context(self, query, max_tokens=max_tokens, filters=filters, allow=allow)

@@ -111,6 +111,30 @@ class _Params(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_onl
     pass
 
 
+_MaxTokens = Annotated[
+    int,
+    msgspec.Meta(
+        ge=128,
+        le=8000,
+        description="Hard cap on the answer's tokens, counted with a real tokenizer (default 1500).",
+    ),
+]
+_ChangedSince = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        description="Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`).",
+    ),
+]
+_ChangedBefore = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        description="Only code unchanged since this commit or date (git blame: older code only).",
+    ),
+]
+
+
 class SearchParams(_Params):
     """Search the indexed code and return the best matching chunks with their code."""
 
@@ -134,6 +158,8 @@ class SearchParams(_Params):
         Annotated[SearchMode, msgspec.Meta(description="Retrieval strategy (default: the best available).")]
         | None
     ) = None
+    changed_since: _ChangedSince | None = None
+    changed_before: _ChangedBefore | None = None
 
 
 class PeekParams(_Params):
@@ -144,6 +170,8 @@ class PeekParams(_Params):
     file_type: _FileType | None = None
     directory: _Directory | None = None
     chunk_type: _ChunkType | None = None
+    changed_since: _ChangedSince | None = None
+    changed_before: _ChangedBefore | None = None
 
 
 class SimilarParams(_Params):
@@ -260,6 +288,21 @@ class ImplementationLookupParams(_Params):
 
     query: _Query
     limit: Annotated[int, msgspec.Meta(ge=1, le=20, description="How many definitions (default 5).")] = 5
+
+
+class ContextParams(_Params):
+    """The smallest set of code that answers a question, within a token budget."""
+
+    query: _Query
+    max_tokens: _MaxTokens = 1500
+    file_type: _FileType | None = None
+    directory: _Directory | None = None
+    changed_since: _ChangedSince | None = None
+    changed_before: _ChangedBefore | None = None
+
+
+class SavingsParams(_Params):
+    """No parameters."""
 
 
 # -- results ------------------------------------------------------------------------------------------
@@ -452,6 +495,38 @@ class Runtime:
         self._embed_stop = threading.Event()
         self._embed_again = threading.Event()
         self.last_embed_error: str | None = None
+        self._savings: Any = None
+
+    @property
+    def savings(self) -> Any:
+        """This session's savings ledger (`context.savings.Savings`), made on first use."""
+        with self._engines_lock:
+            if self._savings is None:
+                from .context.savings import Savings
+
+                def read(path: str) -> str | None:
+                    lines = self.reader().file_lines(path)
+                    return None if lines is None else "\n".join(lines)
+
+                self._savings = Savings(self.index_dir, read)
+            return self._savings
+
+    def record_savings(self, tool: str, text: str, paths: Sequence[str]) -> dict[str, int] | None:
+        """Count an answer's tokens against the whole files it points into; None if that failed."""
+
+        def stat(path: str) -> Any:
+            if path.startswith("kb:"):
+                return None
+            try:
+                return (self.root / path).stat()
+            except OSError:
+                return None
+
+        try:
+            return dict(self.savings.record(tool, text, paths, stat))
+        except Exception as exc:  # savings are bookkeeping: never fail the answer
+            log.warning("savings not recorded for %s: %s", tool, exc)
+            return None
 
     def start_embedding(self) -> bool:
         """Embed pending chunks in a background thread (keyword search keeps answering meanwhile); a call
@@ -664,18 +739,41 @@ def _filters(file_type: str | None, directory: str | None, kind: str | None) -> 
     return Filters(file_type=file_type or None, directory=directory or None, kind=kind)
 
 
-def _run_search(rt: Runtime, query: str, limit: int, filters: Any, mode: str | None) -> Any:
+# With a time filter, search looks this many times deeper and keeps the results that pass it.
+TIME_FILTER_DEPTH = 10
+
+
+def _time_filter(rt: Runtime, changed_since: str | None, changed_before: str | None) -> Any:
+    """The (path, start, end) predicate of `changedSince` / `changedBefore`, or None."""
+    if not changed_since and not changed_before:
+        return None
+    from .changes import GitError, time_filter
+
+    try:
+        return time_filter(rt.root, changed_since, changed_before)
+    except GitError as exc:
+        raise InvalidParams(f"invalid params: `changedSince`/`changedBefore`: {exc}") from exc
+
+
+def _run_search(
+    rt: Runtime, query: str, limit: int, filters: Any, mode: str | None, allow: Any = None
+) -> Any:
     if not query.strip():
         raise InvalidParams("invalid params: `query` is empty")
+    depth = limit if allow is None else min(500, limit * TIME_FILTER_DEPTH)
     with rt.read_lock:
         engine = rt.reader()
         _require_index(engine)
         try:
             if mode is None:
-                return engine.search(query, top_k=limit, filters=filters)
-            return engine.search(query, top_k=limit, filters=filters, mode=mode)
+                response = engine.search(query, top_k=depth, filters=filters)
+            else:
+                response = engine.search(query, top_k=depth, filters=filters, mode=mode)
         except ValueError as exc:
             raise InvalidParams(f"invalid params: `mode`: {exc}") from exc
+    if allow is not None:
+        response.results = [r for r in response.results if allow(r.path, r.start_line, r.end_line)][:limit]
+    return response
 
 
 def _hits(results: Sequence[Any], *, content: bool) -> list[Hit]:
@@ -702,7 +800,9 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
     limit = p.limit if p.limit is not None else min(defaults.max_results, 50)
     min_score = p.min_score if p.min_score is not None else defaults.min_score
     context_lines = p.context_lines if p.context_lines is not None else defaults.context_lines
-    response = _run_search(rt, p.query, limit, _filters(p.file_type, p.directory, p.chunk_type), p.mode)
+    allow = _time_filter(rt, p.changed_since, p.changed_before)
+    filters = _filters(p.file_type, p.directory, p.chunk_type)
+    response = _run_search(rt, p.query, limit, filters, p.mode, allow)
     results = [r for r in response.results if r.score >= min_score]
     call.check_cancelled()
     if defaults.include_context:
@@ -710,20 +810,55 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
     else:
         text = format_peek(results, query=p.query)
     data = {"query": p.query, "strategy": response.strategy, "results": _hits(results, content=False)}
+    data["savings"] = rt.record_savings("codebase_search", text, [r.path for r in results])
     return ToolResult(text, data)
 
 
 def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
     from .format import format_peek
 
-    response = _run_search(rt, p.query, p.limit, _filters(p.file_type, p.directory, p.chunk_type), None)
+    allow = _time_filter(rt, p.changed_since, p.changed_before)
+    filters = _filters(p.file_type, p.directory, p.chunk_type)
+    response = _run_search(rt, p.query, p.limit, filters, None, allow)
     call.check_cancelled()
     data = {
         "query": p.query,
         "strategy": response.strategy,
         "results": _hits(response.results, content=False),
     }
-    return ToolResult(format_peek(response.results, query=p.query), data)
+    text = format_peek(response.results, query=p.query)
+    data["savings"] = rt.record_savings("codebase_peek", text, [r.path for r in response.results])
+    return ToolResult(text, data)
+
+
+def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResult:
+    if not p.query.strip():
+        raise InvalidParams("invalid params: `query` is empty")
+    allow = _time_filter(rt, p.changed_since, p.changed_before)
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        found = engine.context(
+            p.query, max_tokens=p.max_tokens, filters=_filters(p.file_type, p.directory, None), allow=allow
+        )
+    call.check_cancelled()
+    data = context_data(found)
+    data["savings"] = rt.record_savings("codebase_context", found.text, found.files)
+    return ToolResult(found.text, data)
+
+
+def context_data(found: Any) -> dict[str, Any]:
+    """A pack as the wire and `--json` give it: {query, maxTokens, tokens, items, omitted, ...}."""
+    data = dict(msgspec.to_builtins(found))
+    data.pop("text", None)
+    return data
+
+
+def handle_savings(rt: Runtime, p: SavingsParams, call: CallContext) -> ToolResult:
+    from .context.savings import format_savings
+
+    report = rt.savings.report()
+    return ToolResult(format_savings(report), msgspec.to_builtins(report))
 
 
 def handle_similar(rt: Runtime, p: SimilarParams, call: CallContext) -> ToolResult:
@@ -796,7 +931,14 @@ def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult
     data = msgspec.to_builtins(status)
     data["indexRunning"] = rt.index_lock.locked()
     data["watcher"] = rt.watcher_status()
-    return ToolResult(format_status(status, running=rt.index_lock.locked()), data)
+    from .context.savings import summary_line
+
+    report = rt.savings.report()
+    data["savings"] = msgspec.to_builtins(report)
+    text = format_status(status, running=rt.index_lock.locked())
+    mine, every = summary_line(report.this_session), summary_line(report.all_sessions)
+    text += f"\nsavings: this session {mine}; all sessions {every}"
+    return ToolResult(text, data)
 
 
 def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) -> ToolResult:
@@ -922,6 +1064,7 @@ def handle_metrics(rt: Runtime, p: MetricsParams, call: CallContext) -> ToolResu
         "indexRuns": rt.index_runs,
         "indexRunning": rt.index_lock.locked(),
         "cache": cache,
+        "savings": msgspec.to_builtins(rt.savings.report()),
     }
     return ToolResult(format_metrics(data), data)
 
@@ -1001,6 +1144,18 @@ TOOLS: tuple[ToolSpec, ...] = (
         handle_search,
     ),
     ToolSpec(
+        "codebase_context",
+        "context",
+        "Context pack",
+        "The smallest set of code that answers a question, within maxTokens (default 1500, a hard cap): "
+        "definitions in full when they fit, else signature + doc + matching lines, each with path:lines and "
+        "why it is there; deduplicated, in reading order, with a line saying what was left out. Routed by "
+        "the query: an identifier gets its definition and callers, 'who calls X' the call graph, a "
+        "description hybrid search. Prefer it to codebase_search when you will read the code anyway.",
+        ContextParams,
+        handle_context,
+    ),
+    ToolSpec(
         "codebase_peek",
         "peek",
         "Find code locations",
@@ -1077,6 +1232,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Call counts and latencies per tool since the service started, index size and cache state.",
         MetricsParams,
         handle_metrics,
+    ),
+    ToolSpec(
+        "index_savings",
+        "savings",
+        "Token savings",
+        "Tokens each tool returned vs the tokens of the whole files its answers point into (what reading "
+        "those files would have cost), per tool, for this session and all sessions.",
+        SavingsParams,
+        handle_savings,
     ),
     ToolSpec(
         "index_logs",

@@ -74,6 +74,60 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
             "keyword",
             "semantic"
           ]
+        },
+        "changedSince": {
+          "description": "Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`).",
+          "type": "string",
+          "minLength": 1
+        },
+        "changedBefore": {
+          "description": "Only code unchanged since this commit or date (git blame: older code only).",
+          "type": "string",
+          "minLength": 1
+        }
+      },
+      "required": [
+        "query"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
+    "name": "codebase_context",
+    "method": "context",
+    "description": "The smallest set of code that answers a question, within maxTokens (default 1500, a hard cap): definitions in full when they fit, else signature + doc + matching lines, each with path:lines and why it is there; deduplicated, in reading order, with a line saying what was left out. Routed by the query: an identifier gets its definition and callers, 'who calls X' the call graph, a description hybrid search. Prefer it to codebase_search when you will read the code anyway.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "query": {
+          "description": "What to look for: words, identifiers, a phrase.",
+          "type": "string",
+          "minLength": 1
+        },
+        "maxTokens": {
+          "description": "Hard cap on the answer's tokens, counted with a real tokenizer (default 1500).",
+          "type": "integer",
+          "minimum": 128,
+          "maximum": 8000,
+          "default": 1500
+        },
+        "fileType": {
+          "description": "Only files with this extension, e.g. 'py' or '.ts'.",
+          "type": "string"
+        },
+        "directory": {
+          "description": "Only files under this directory, relative to the root.",
+          "type": "string"
+        },
+        "changedSince": {
+          "description": "Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`).",
+          "type": "string",
+          "minLength": 1
+        },
+        "changedBefore": {
+          "description": "Only code unchanged since this commit or date (git blame: older code only).",
+          "type": "string",
+          "minLength": 1
         }
       },
       "required": [
@@ -125,6 +179,16 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
             "trait",
             "type"
           ]
+        },
+        "changedSince": {
+          "description": "Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`).",
+          "type": "string",
+          "minLength": 1
+        },
+        "changedBefore": {
+          "description": "Only code unchanged since this commit or date (git blame: older code only).",
+          "type": "string",
+          "minLength": 1
         }
       },
       "required": [
@@ -322,6 +386,16 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
     }
   },
   {
+    "name": "index_savings",
+    "method": "savings",
+    "description": "Tokens each tool returned vs the tokens of the whole files its answers point into (what reading those files would have cost), per tool, for this session and all sessions.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {},
+      "additionalProperties": false
+    }
+  },
+  {
     "name": "index_logs",
     "method": "logs",
     "description": "The most recent log records of the index service; use it to find out why indexing or search failed.",
@@ -410,6 +484,16 @@ export function toolArgs(z: Z) {
       minScore: z.number().optional().describe("Drop results scoring below this."),
       contextLines: z.number().int().min(0).max(50).optional().describe("Extra file lines shown around each result."),
       mode: z.enum(["hybrid", "keyword", "semantic"]).optional().describe("Retrieval strategy (default: the best available)."),
+      changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
+      changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
+    },
+    codebase_context: {
+      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
+      maxTokens: z.number().int().min(128).max(8000).optional().describe("Hard cap on the answer's tokens, counted with a real tokenizer (default 1500)."),
+      fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
+      directory: z.string().optional().describe("Only files under this directory, relative to the root."),
+      changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
+      changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
     },
     codebase_peek: {
       query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
@@ -417,6 +501,8 @@ export function toolArgs(z: Z) {
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
       chunkType: z.enum(["block", "class", "enum", "function", "impl", "interface", "method", "module", "section", "struct", "trait", "type"]).optional().describe("Only chunks of this kind."),
+      changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
+      changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
     },
     find_similar: {
       snippet: z.string().min(1).optional().describe("A code snippet to find look-alikes of."),
@@ -449,6 +535,8 @@ export function toolArgs(z: Z) {
     index_health_check: {
     },
     index_metrics: {
+    },
+    index_savings: {
     },
     index_logs: {
       limit: z.number().int().min(1).max(1000).optional().describe("How many records (default 50)."),
