@@ -141,6 +141,7 @@ def test_routes_by_query_style() -> None:
     assert (r.route, r.direction, r.target) == ("graph", "callees", "Cart.total")
     assert route("where are discounts applied to a total").route == "search"
     assert route("TypeError: unsupported operand").style == "error"
+    assert route("where is apply_discount used").route == "graph"
 
 
 def test_identifier_gets_its_definition_first_then_callers(runtime: tools.Runtime) -> None:

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..rerank import profile_query
 from ..search import Filters
 from .pack import Evidence, Omitted, PackItem, matching_lines, pack, query_terms
 from .route import Routing, route
@@ -214,6 +213,6 @@ def _collect(gather: _Gather, routing: Routing, query: str) -> tuple[str, str | 
             return f"definition+{strategy}", graph.incomplete
         return gather.search(query)
     # A description (or pasted code/error) that names identifiers: their definitions lead when they exist.
-    for ident in profile_query(query).identifiers[:2]:
+    for ident in routing.parsed.identifiers[:2]:
         gather.definitions(ident, f"defines {ident}", limit=1)
     return gather.search(query)
