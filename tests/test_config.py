@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import msgspec
@@ -328,3 +329,37 @@ def test_debug_section_sets_the_log_level(tmp_path: Path) -> None:
     (tmp_path / ".opencode" / "codebase-index.json").write_text('{"debug": {"logSearch": true}}')
     with pytest.raises(ConfigError, match="logSearch"):
         load_config(tmp_path, global_dir=tmp_path / "none")
+
+
+def _plugin_setting_keys() -> list[str]:
+    """The keys of `PluginSettings` in plugin/src/config.ts: what the plugin documents for the file."""
+    source = (Path(__file__).resolve().parent.parent / "plugin" / "src" / "config.ts").read_text("utf-8")
+    body = source.split("export interface PluginSettings {", 1)[1].split("\n}", 1)[0]
+    return re.findall(r"^\s+(\w+)\??:", body, re.M)
+
+
+def test_every_plugin_setting_is_a_valid_engine_key(dirs: tuple[Path, Path]) -> None:
+    root, gdir = dirs
+    keys = _plugin_setting_keys()
+    assert {"pythonPath", "timeouts", "serveArgs", "initializeTimeoutMs"} <= set(keys), keys
+    values: dict[str, object] = {
+        "pythonPath": "/opt/venv/bin/python",
+        "timeouts": {"index": 3_600_000, "search": 5000},
+        "initializeTimeoutMs": 60_000,
+        "backoffBaseMs": 100,
+        "backoffCapMs": 2000,
+        "serveArgs": ["--index-dir", "/tmp/idx"],
+    }
+    assert set(keys) == set(values), "a new plugin setting needs a value here and a field in Config"
+    # The same file, JSONC with a comment and trailing commas, as the plugin reads it.
+    text = "{\n  // plugin settings\n" + ",\n".join(
+        f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in values.items()
+    )
+    project(root, text + ",\n}\n")
+    config = load_config(root, global_dir=gdir)
+    assert config.timeouts == {"index": 3_600_000, "search": 5000}
+    assert config.serve_args == ("--index-dir", "/tmp/idx")
+    assert config.initialize_timeout_ms == 60_000 and config.backoff_cap_ms == 2000
+    project(root, {"timeouts": {"search": "soon"}})
+    with pytest.raises(ConfigError, match='bad value for "timeouts'):
+        load_config(root, global_dir=gdir)

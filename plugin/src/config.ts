@@ -50,13 +50,50 @@ export function parseSettings(raw: unknown): PluginSettings {
   return out;
 }
 
-/** `<project>/.opencode/codebase-index.json`, or {} when absent or unreadable. */
-export function readProjectSettings(project: string): PluginSettings {
-  const file = path.join(project, ".opencode", "codebase-index.json");
+/**
+ * JSONC -> JSON the way the engine reads the same file (config.strip_jsonc): comments become spaces, so
+ * line and column numbers in errors stay right; trailing commas are dropped; strings are never touched.
+ */
+export function stripJsonc(text: string): string {
+  const tokens = /"(?:\\.|[^"\\])*"|\/\/[^\n]*|\/\*(?:[\s\S]*?\*\/|[\s\S]*$)/g;
+  const withoutComments = text.replace(tokens, (token, offset: number) => {
+    if (token.startsWith('"')) return token;
+    if (token.startsWith("/*") && !token.endsWith("*/")) {
+      const line = text.slice(0, offset).split("\n").length;
+      throw new SyntaxError(`line ${line}: unterminated /* comment`);
+    }
+    return token.replace(/[^\n]/g, " ");
+  });
+  return withoutComments.replace(/"(?:\\.|[^"\\])*"|,(\s*[}\]])/g, (token, tail: string | undefined) =>
+    tail === undefined ? token : ` ${tail}`,
+  );
+}
+
+export interface ProjectSettings {
+  settings: PluginSettings;
+  /** Why the file could not be read (it exists but is not valid JSONC); shown to the user. */
+  error?: string;
+}
+
+export const PROJECT_SETTINGS_FILE = path.join(".opencode", "codebase-index.json");
+
+/** `<project>/.opencode/codebase-index.json` (JSONC, like the engine); no file is no settings, not an error. */
+export function readProjectSettings(project: string): ProjectSettings {
+  const file = path.join(project, PROJECT_SETTINGS_FILE);
+  let text: string;
   try {
-    return parseSettings(JSON.parse(readFileSync(file, "utf8")));
-  } catch {
-    return {};
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    if (code === "ENOENT" || code === "ENOTDIR") return { settings: {} };
+    return { settings: {}, error: `${PROJECT_SETTINGS_FILE}: cannot read: ${(error as Error).message}` };
+  }
+  try {
+    const raw: unknown = JSON.parse(stripJsonc(text.replace(/^\uFEFF/, "")));
+    if (!isRecord(raw)) return { settings: {}, error: `${PROJECT_SETTINGS_FILE}: the top level must be an object` };
+    return { settings: parseSettings(raw) };
+  } catch (error) {
+    return { settings: {}, error: `${PROJECT_SETTINGS_FILE}: invalid JSON: ${(error as Error).message}` };
   }
 }
 

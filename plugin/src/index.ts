@@ -11,7 +11,7 @@ import type { Plugin } from "@opencode-ai/plugin";
 
 import { loadCommands } from "./commands.js";
 import { choosePython, parseSettings, readProjectSettings } from "./config.js";
-import { SidecarClient } from "./sidecar.js";
+import { SidecarClient, SidecarError } from "./sidecar.js";
 import { buildTools } from "./tools.js";
 
 /** plugin/dist/index.js -> the repository root, where `commands/` and `.venv/` live. */
@@ -25,7 +25,9 @@ export const CodebaseIndexPlugin: Plugin = async (input, options) => {
   const getClient = (): SidecarClient => {
     if (client) return client;
     const settings = parseSettings(options);
-    const projectSettings = readProjectSettings(project);
+    const { settings: projectSettings, error } = readProjectSettings(project);
+    // Never guess past a broken settings file: it may hold the pythonPath this project needs.
+    if (error) throw new SidecarError("config", `${error}. Fix the file (JSON with comments is fine) and retry.`);
     const merged = { ...projectSettings, ...settings };
     const choice = choosePython({ project, pluginRepo: REPO_ROOT, options: settings, projectSettings, env: process.env });
     client = new SidecarClient({

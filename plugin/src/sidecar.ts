@@ -79,7 +79,8 @@ export type SidecarErrorKind =
   | "rpc"
   | "protocol"
   | "disposed"
-  | "locked";
+  | "locked"
+  | "config";
 
 /** JSON-RPC codes from plugin/PROTOCOL.md that the plugin treats specially. */
 export const SIDECAR_LOCKED = -32002;

@@ -121,7 +121,16 @@ export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = g
     out[spec.name] = tool({
       description: spec.description,
       args: argsFor(spec),
-      execute: (args, ctx) => runTool(getClient(), spec, args as Record<string, unknown>, ctx),
+      execute: async (args, ctx) => {
+        let client: SidecarClient;
+        try {
+          client = getClient();
+        } catch (error) {
+          const kind = error instanceof SidecarError ? error.kind : "internal";
+          return { title: spec.name, output: describeFailure(spec.name, spec.method, error), metadata: { error: kind } };
+        }
+        return await runTool(client, spec, args as Record<string, unknown>, ctx);
+      },
     });
   }
   return out;

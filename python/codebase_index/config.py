@@ -3,7 +3,8 @@
 Option names and defaults follow the opencode-codebase-index plugin so existing config files keep working.
 Differences: `embeddingProvider` adds "embedded" (the bundled offline model) and drops "github-copilot";
 the plugin's `indexing.maxDepth` / `maxFilesPerDirectory` caps are not offered because discovery never
-drops files silently; `search.bm25` and `pythonPath` are ours.
+drops files silently; `search.bm25` and the OpenCode plugin's own keys (`pythonPath`, `timeouts`,
+`initializeTimeoutMs`, `backoffBaseMs`, `backoffCapMs`, `serveArgs`, read by plugin/src/config.ts) are ours.
 
 Files are JSONC (comments, trailing commas). A string that is exactly `{env:NAME}` is replaced by that
 environment variable. Every mistake is a `ConfigError` naming the file and the key path: unknown keys
@@ -158,6 +159,25 @@ class Config(_Section, frozen=True):
     python_path: Annotated[str | None, _m("Python interpreter the OpenCode plugin starts; null = auto")] = (
         None
     )
+    # Read by the OpenCode plugin only (plugin/src/config.ts); validated here so a typo is reported.
+    timeouts: Annotated[
+        dict[str, Annotated[int, msgspec.Meta(ge=1)]],
+        _m('OpenCode plugin: per-method call timeouts in ms, e.g. `{"index": 3600000}`'),
+    ] = msgspec.field(default_factory=dict)
+    initialize_timeout_ms: Annotated[
+        Annotated[int, msgspec.Meta(ge=0)] | None,
+        _m("OpenCode plugin: how long the sidecar may take to start; null = 30000"),
+    ] = None
+    backoff_base_ms: Annotated[
+        Annotated[int, msgspec.Meta(ge=0)] | None,
+        _m("OpenCode plugin: first restart delay after a crash; null = 250"),
+    ] = None
+    backoff_cap_ms: Annotated[
+        Annotated[int, msgspec.Meta(ge=0)] | None, _m("OpenCode plugin: longest restart delay; null = 8000")
+    ] = None
+    serve_args: Annotated[
+        tuple[str, ...], _m("OpenCode plugin: extra arguments for `codebase-index serve`")
+    ] = ()
     indexing: IndexingConfig = msgspec.field(default_factory=IndexingConfig)
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     reranker: RerankerConfig = msgspec.field(default_factory=RerankerConfig)
@@ -414,6 +434,8 @@ def _type_name(t: mi.Type) -> str:
         return " | ".join(json.dumps(v) for v in t.values)
     if isinstance(t, mi.VarTupleType | mi.ListType):
         return _type_name(t.item_type) + "[]"
+    if isinstance(t, mi.DictType):
+        return f"{{{_type_name(t.key_type)}: {_type_name(t.value_type)}}}"
     return type(t).__name__
 
 

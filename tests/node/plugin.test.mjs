@@ -127,7 +127,8 @@ test("a hung sidecar becomes a readable timeout, and pythonPath can come from .o
   mkdirSync(path.join(project, ".opencode"));
   writeFileSync(
     path.join(project, ".opencode", "codebase-index.json"),
-    JSON.stringify({ pythonPath: fakePython(dir, "hang-search"), timeouts: { search: 300 } }),
+    // JSONC, as the engine accepts it: a comment and trailing commas must not lose pythonPath.
+    `{\n  // the interpreter for this project\n  "pythonPath": ${JSON.stringify(fakePython(dir, "hang-search"))},\n  "timeouts": { "search": 300, },\n}\n`,
   );
   const { hooks } = await load(t, {}, project);
   const out = await hooks.tool.codebase_search.execute({ query: "x" }, toolContext().ctx);
@@ -135,6 +136,23 @@ test("a hung sidecar becomes a readable timeout, and pythonPath can come from .o
   assert.equal(out.metadata.error, "timeout");
   const status = await hooks.tool.index_status.execute({}, toolContext().ctx);
   assert.equal(status.output, "fake status", "the next call gets a fresh sidecar");
+});
+
+test("a settings file the plugin cannot parse is reported on every call until it is fixed", async (t) => {
+  const dir = tempDir(t);
+  const project = tempDir(t);
+  mkdirSync(path.join(project, ".opencode"));
+  const file = path.join(project, ".opencode", "codebase-index.json");
+  writeFileSync(file, `{ "pythonPath": ${JSON.stringify(fakePython(dir))} "timeouts": {} }`);
+  const { hooks } = await load(t, {}, project);
+  for (let i = 0; i < 2; i++) {
+    const out = await hooks.tool.index_status.execute({}, toolContext().ctx);
+    assert.match(out.output, /^index_status failed: \.opencode\/codebase-index\.json: invalid JSON: /);
+    assert.equal(out.metadata.error, "config");
+  }
+  writeFileSync(file, `{ "pythonPath": ${JSON.stringify(fakePython(dir))}, /* fixed */ }`);
+  const fixed = await hooks.tool.index_status.execute({}, toolContext().ctx);
+  assert.equal(fixed.output, "fake status");
 });
 
 test("a tool the running sidecar does not offer says so instead of calling it", async (t) => {

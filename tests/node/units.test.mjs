@@ -7,7 +7,7 @@ import { test } from "node:test";
 import { tool } from "@opencode-ai/plugin";
 
 import { loadCommands, parseCommandMarkdown } from "../../plugin/dist/commands.js";
-import { choosePython, parseSettings, venvHasCodebaseIndex } from "../../plugin/dist/config.js";
+import { choosePython, parseSettings, readProjectSettings, stripJsonc, venvHasCodebaseIndex } from "../../plugin/dist/config.js";
 import { argsShape } from "../../plugin/dist/schema.js";
 import { REPO, tempDir } from "./helpers.mjs";
 
@@ -22,6 +22,20 @@ test("parseSettings keeps only well-typed values", () => {
   });
   assert.deepEqual(parseSettings(undefined), {});
   assert.deepEqual(parseSettings({ serveArgs: [1] }), {});
+});
+
+test("stripJsonc reads the settings file like the engine's strip_jsonc", (t) => {
+  // Same input and output as the doctest of codebase_index.config.strip_jsonc.
+  assert.equal(stripJsonc('{"a": "//x", /* c */ "b": [1,], // end\n}'), '{"a": "//x",         "b": [1 ]        \n}');
+  assert.deepEqual(JSON.parse(stripJsonc('{"u": "http://h/*x*/", "s": "a,]",}')), { u: "http://h/*x*/", s: "a,]" });
+  assert.throws(() => stripJsonc('{\n"a": 1 /* open'), /line 2: unterminated \/\* comment/);
+  const project = tempDir(t);
+  assert.deepEqual(readProjectSettings(project), { settings: {} }, "no file is no settings, not an error");
+  mkdirSync(path.join(project, ".opencode"));
+  writeFileSync(path.join(project, ".opencode", "codebase-index.json"), '{\n  // local venv\n  "pythonPath": "/v/bin/python",\n}');
+  assert.deepEqual(readProjectSettings(project), { settings: { pythonPath: "/v/bin/python" } });
+  writeFileSync(path.join(project, ".opencode", "codebase-index.json"), "[1]");
+  assert.match(readProjectSettings(project).error, /top level must be an object/);
 });
 
 test("choosePython follows option > env > project file > venvs with the package > python3", () => {
