@@ -172,8 +172,10 @@ def test_always_skipped_dirs_hidden_dirs_secrets_locks_minified(tmp_path: Path) 
     assert skips["pkg.egg-info"].reason == "ignored"
     assert skips[".env"].detail.startswith("secrets")
     assert skips[".env.local.json"].detail.startswith("secrets")
-    assert skips["web/yarn.lock"].detail == "lock file"
-    assert skips["app.min.js"].reason == "ignored"
+    assert skips["web/yarn.lock"] == SkippedFile("web/yarn.lock", "generated", "lock file")
+    assert skips["package-lock.json"].reason == "generated"
+    assert skips["app.min.js"] == SkippedFile("app.min.js", "generated", "minified file or source map")
+    assert skips["app.js.map"].reason == "generated"
     assert not any(p.startswith("node_modules/") for p in skips)
 
 

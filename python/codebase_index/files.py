@@ -17,8 +17,11 @@ Decisions worth knowing:
   `.gitignore` of the same folder so it can override it (`!generated.py` re-includes a git-ignored file).
   The `exclude` option beats everything. Matching is pathspec's `GitIgnoreSpec`.
 * Some folders are always skipped, whatever the include patterns say (`ALWAYS_SKIP_DIRS`, any hidden
-  folder, `*.egg-info`), and so are secrets (`.env*`), lock files, minified files and source maps. Each
-  skipped folder is reported once, as reason "ignored" with a detail starting "directory", and never walked.
+  folder, `*.egg-info`), and so are secrets (`.env*`). Each skipped folder is reported once, as reason
+  "ignored" with a detail starting "directory", and never walked.
+* Generated files known by name (lock files, minified files, source maps, protobuf stubs) are reason
+  "generated" unless a pattern of the user's own includes them (`generated` module; the indexer applies
+  the content markers after reading).
 * A file that matches no include pattern is reported "unsupported" even when an ignore rule would also
   match it: that check is cheaper and comes first.
 * Symlinks are never followed, so the walk cannot leave the root or loop. A symlink to a file inside the
@@ -39,7 +42,11 @@ from pathlib import Path
 import msgspec
 import pathspec
 
+from . import generated
+from .generated import LOCK_FILES, MINIFIED_SUFFIXES
 from .models import DiscoveredFile, SkippedFile
+
+__all__ = ["LOCK_FILES", "MINIFIED_SUFFIXES"]  # re-exported: older callers import them from here
 
 DEFAULT_INCLUDE: tuple[str, ...] = (
     "**/*.{ts,tsx,mts,cts,js,jsx,mjs,cjs}",
@@ -91,28 +98,6 @@ ALWAYS_SKIP_DIRS: frozenset[str] = frozenset(
         ".eggs",
     }
 )
-
-LOCK_FILES: frozenset[str] = frozenset(
-    {
-        "package-lock.json",
-        "npm-shrinkwrap.json",
-        "yarn.lock",
-        "pnpm-lock.yaml",
-        "bun.lockb",
-        "Cargo.lock",
-        "poetry.lock",
-        "Pipfile.lock",
-        "uv.lock",
-        "composer.lock",
-        "Gemfile.lock",
-        "go.sum",
-        "mix.lock",
-        "pubspec.lock",
-        "flake.lock",
-    }
-)
-
-MINIFIED_SUFFIXES: tuple[str, ...] = (".min.js", ".min.css", ".min.mjs", ".js.map", ".css.map", ".map")
 
 IGNORE_FILE_NAMES: tuple[str, ...] = (".gitignore", ".codebaseindexignore")
 """Per-folder ignore files, in the order their patterns are applied (later wins)."""
@@ -185,6 +170,20 @@ def make_include_matcher(
     return IncludeMatcher(patterns)
 
 
+class UserIncludes:
+    """The include patterns the user wrote (not copies of the defaults): a generated file one of them
+    matches is indexed after all (`generated` module)."""
+
+    def __init__(self, include: Sequence[str] | None, additional_include: Sequence[str] = ()) -> None:
+        defaults = {p for raw in DEFAULT_INCLUDE for p in expand_braces(raw)}
+        own = [p for raw in [*(include or ()), *additional_include] for p in expand_braces(raw.strip())]
+        own = [p for p in own if p and p not in defaults]
+        self.matcher = IncludeMatcher(own) if own else None
+
+    def __call__(self, rel_path: str) -> bool:
+        return self.matcher is not None and self.matcher(rel_path)
+
+
 class IncludeMatcher:
     """Decides whether a relative path is a file we want to index.
 
@@ -231,10 +230,6 @@ def _always_skipped_dir(name: str) -> str | None:
 def _always_skipped_file(name: str) -> str | None:
     if name.startswith(".env"):
         return "secrets (.env file)"
-    if name in LOCK_FILES:
-        return "lock file"
-    if name.endswith(MINIFIED_SUFFIXES):
-        return "minified file or source map"
     return None
 
 
@@ -457,7 +452,18 @@ class FileRules:
         self.real_root = os.path.realpath(self.root)
         self.ignore = IgnoreRules(self.root, exclude)
         self.includes = make_include_matcher(include, additional_include)
+        self.user_includes = UserIncludes(include, additional_include)
         self.max_file_size = max_file_size
+
+    def generated(self, rel_path: str, text: str | None = None) -> str | None:
+        """Why a file is skipped as generated (by its name, or by its first lines when `text` is given),
+        or None, also when a pattern of the user's own includes it."""
+        why = generated.by_name(rel_path.rpartition("/")[2])
+        if why is None and text is not None:
+            why = generated.by_content(rel_path, text)
+        if why is None or self.user_includes(rel_path):
+            return None
+        return why
 
     def _symlink(self, rel: str, abs_path: str) -> SkippedFile:
         try:
@@ -500,6 +506,7 @@ class FileRules:
         include_spec = self.includes.spec
         max_size = self.max_file_size
         S_ISREG = stat.S_ISREG
+        generated_suffixes = MINIFIED_SUFFIXES + generated.STUB_SUFFIXES
         base_chain = ignore._base_chain
         stack: list[tuple[str, str, _Chain]] = [(self.root, "", base_chain)]
         while stack:
@@ -533,9 +540,14 @@ class FileRules:
                     else:
                         stack.append((entry.path, rel, chain))
                     continue
-                if name in LOCK_FILES or name.startswith(".env") or name.endswith(MINIFIED_SUFFIXES):
+                if name.startswith(".env"):
                     skipped.append(SkippedFile(rel, "ignored", _always_skipped_file(name) or ""))
                     continue
+                if name in LOCK_FILES or name.endswith(generated_suffixes):
+                    why = self.generated(rel)
+                    if why is not None:
+                        skipped.append(SkippedFile(rel, "generated", why))
+                        continue
                 if not is_link:
                     dot = name.rfind(".")
                     if (dot < 0 or name[dot + 1 :] not in extensions) and not (
@@ -577,6 +589,10 @@ class FileRules:
         why, chain = self.ignore._ancestors(rel)
         if why is None:
             why = _always_skipped_file(rel.rpartition("/")[2])
+        if why is None:
+            made = self.generated(rel)
+            if made is not None:
+                return SkippedFile(rel, "generated", made)
         is_link = stat.S_ISLNK(st.st_mode)
         if why is None and not is_link and not self.includes(rel):
             return SkippedFile(rel, "unsupported", "")

@@ -42,7 +42,9 @@ log = logging.getLogger(__name__)
 PARALLEL_THRESHOLD_BYTES = 4_000_000
 WRITE_BATCH_FILES = 200
 # Bump when chunking or tokenization output changes: indexes made by another version re-chunk on the next run.
-PIPELINE_VERSION = "1"
+# 2: generated files skipped, non-UTF-8 text decoded, one-line data files chunked (embeddings are kept:
+# they are keyed by chunk text).
+PIPELINE_VERSION = "2"
 # A writer that is briefly busy (another run finishing, a schema set-up) is waited for this long.
 LOCK_WAIT_S = 3.0
 
@@ -232,6 +234,7 @@ class Indexer:
         self._scan: _ScanCache | None = None
         # path -> (stat, skip): files that discovery passes but reading rejects (binary, generated).
         self._read_skips: dict[str, tuple[Stat, SkippedRow]] = {}
+        self._read_skips_key: tuple[object, ...] | None = None
         # (branch, generation) -> what the store holds, valid while nobody writes.
         self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
         self._stored_cache: tuple[str, int, frozenset[SkippedRow], dict[str, int]] | None = None
@@ -374,9 +377,12 @@ class Indexer:
             if store.get_meta("pipeline_version") != PIPELINE_VERSION:
                 # Chunks made by another chunker/tokenizer version would silently differ from fresh ones.
                 force = True
+            if force or self._read_skips_key != self._rules_key():
+                # Skip decisions depend on the include patterns too (generated files a user brings back).
+                self._read_skips.clear()
+                self._read_skips_key = self._rules_key()
             if force:
                 self._scan = None
-                self._read_skips.clear()
             found = self.discover()
             generation = store.generation()
             if not force and self._rescan_clean and self._synced == (branch, generation):
@@ -389,6 +395,7 @@ class Indexer:
             skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
 
             pending: list[_Pending] = []
+            dropped: list[str] = []
             unchanged = 0
             read_skips = self._read_skips
             # A new branch (first run after a checkout): files whose stat still matches the branch this
@@ -418,10 +425,14 @@ class Indexer:
                     if item.reason != "error":  # errors are retried by the next run
                         read_skips[entry.path] = (stat_now, item)
                     skipped.append(item)
+                    if old is not None:
+                        dropped.append(entry.path)  # indexed before, skipped now (binary, generated)
                 elif item is not None:
                     pending.append(item)
             removed = (
-                sorted(set(existing) - {f.path for f in found.files}) if len(existing) > unchanged else []
+                sorted((set(existing) - {f.path for f in found.files}) | set(dropped))
+                if len(existing) > unchanged
+                else []
             )
 
             stored_skipped, counts = self._stored_state(branch, generation)
@@ -481,6 +492,11 @@ class Indexer:
         text = discovery.read_text(entry.abs_path, entry.path)
         if not isinstance(text, str):
             return SkippedRow(entry.path, text.reason, text.detail)
+        rules = self._rules or self._new_rules()
+        self._rules = rules
+        made = rules.generated(entry.path, text)
+        if made is not None:
+            return SkippedRow(entry.path, "generated", made)
         key = content_key(language, text)
         row = FileRow(entry.path, entry.size, entry.mtime_ns, entry.inode, key, language)
         if old is not None and old[3] == key and not force:
