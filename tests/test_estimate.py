@@ -1,0 +1,67 @@
+"""`index estimateOnly` counts what the index run then stores: exact where it chunks (every file up to its
+budget), close where it extrapolates. It counted about half the real chunks when it divided file sizes by
+an average chunk size (overlapping windows and small definitions make more chunks than bytes suggest)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codebase_index import upkeep
+from codebase_index.config import Config
+from codebase_index.service import Engine
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE / "fixtures" / "chunking"
+PACKAGE = HERE.parent / "python" / "codebase_index"
+
+
+def project(tmp_path: Path, source: Path) -> Path:
+    root = tmp_path / "proj"
+    shutil.copytree(source, root / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "src" / "one-line.json").write_text('{"name":"demo","version":"1.0.0","private":true}')
+    (root / "src" / "vendor.min.js").write_text("var a=1;")
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    return root
+
+
+def real_index(root: Path, tmp_path: Path) -> tuple[int, int, int]:
+    engine = Engine(root, index_path=tmp_path / "index", workers=1)
+    try:
+        report = engine.index()
+        chars = engine.store.conn.execute("SELECT COALESCE(SUM(LENGTH(text)), 0) FROM chunks").fetchone()[0]
+        return report.files, report.chunks, int(chars)
+    finally:
+        engine.close()
+
+
+def test_estimate_matches_the_real_index_exactly_within_budget(tmp_path: Path) -> None:
+    root = project(tmp_path, FIXTURES)
+    estimate = upkeep.estimate(root, Config(), None, "main")
+    files, chunks, chars = real_index(root, tmp_path)
+    assert (estimate.files, estimate.chunks, estimate.tokens) == (
+        files,
+        chunks,
+        chars // upkeep.CHARS_PER_TOKEN,
+    )
+    assert estimate.files_to_index == files and estimate.chunks_to_embed == chunks
+    assert estimate.skipped.get("generated") == 1
+    engine = Engine(root, index_path=tmp_path / "index", workers=1)
+    try:
+        after = engine.estimate()
+    finally:
+        engine.close()
+    assert (after.files_to_index, after.chunks_to_embed, after.chunks) == (0, 0, chunks)
+
+
+def test_estimate_over_budget_extrapolates_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(tmp_path, PACKAGE)
+    total = sum(p.stat().st_size for p in (root / "src").rglob("*.py"))
+    monkeypatch.setattr(upkeep, "ESTIMATE_CHUNK_BYTES", total // 3)
+    estimate = upkeep.estimate(root, Config(), None, "main")
+    files, chunks, _ = real_index(root, tmp_path)
+    assert estimate.files == files
+    assert abs(estimate.chunks - chunks) <= 0.15 * chunks, (estimate.chunks, chunks)
