@@ -342,8 +342,25 @@ def test_timeout_is_retried_then_reported(server: FakeProviderServer) -> None:
     assert len(server.posts()) == 2
     server.enqueue(*[slow_fault(0.5)] * 2)
     with make(server, timeout_ms=100, max_retries=1) as provider, pytest.raises(EmbeddingError) as info:
-        provider.embed_query("slow")
+        provider.embed_documents(["slow"])
     assert "timed out after 2 attempts" in str(info.value)
+
+
+def test_a_query_gets_its_own_budget_and_one_try(server: FakeProviderServer) -> None:
+    """Indexing may retry a slow provider; a search waiting on its query vector may not."""
+    server.enqueue(slow_fault(0.5))
+    before = len(server.posts())
+    with (
+        make(server, timeout_ms=30_000, max_retries=4, query_timeout_ms=100) as provider,
+        pytest.raises(EmbeddingError) as info,
+    ):
+        provider.embed_query("slow")
+    assert len(server.posts()) == before + 1
+    assert "did not answer the query within 100 ms (search.queryEmbeddingTimeoutMs)" in str(info.value)
+    server.enqueue(status_fault(503))
+    with make(server, max_retries=4, query_timeout_ms=5_000) as provider, pytest.raises(EmbeddingError):
+        provider.embed_query("unavailable")
+    assert len(server.posts()) == before + 2, "a 503 is retried while indexing, never for a query"
 
 
 def test_connection_refused_is_retried_and_explained() -> None:
@@ -352,9 +369,13 @@ def test_connection_refused_is_retried_and_explained() -> None:
         provider="ollama", base_url=closed_port_url(), max_retries=2, retry_delay_ms=1, timeout_ms=500
     )
     provider = create_remote_provider(settings, env={}, sleep=sleeps)
-    with provider, pytest.raises(EmbeddingError, match=r"could not connect to ollama .* \(ollama serve\)"):
-        provider.embed_query("x")
-    assert len(sleeps.delays) == 2
+    with provider:
+        with pytest.raises(EmbeddingError, match=r"could not connect to ollama .* \(ollama serve\)"):
+            provider.embed_documents(["x"])
+        assert len(sleeps.delays) == 2
+        with pytest.raises(EmbeddingError, match=r"could not connect to ollama"):
+            provider.embed_query("x")
+        assert len(sleeps.delays) == 2, "a query is not retried"
 
 
 @pytest.mark.parametrize("fault", [GARBAGE, MISSING_FIELD])

@@ -107,7 +107,7 @@ def test_model_change_is_refused_until_index_force(tmp_path: Path) -> None:
         with pytest.raises(EmbeddingMismatchError, match="custom:model-a"):
             other.search("parse config", mode="semantic")
         fallback = other.search("parse config")
-        assert fallback.strategy == "keyword-fallback" and "index --force" in (fallback.notice or "")
+        assert fallback.strategy == "keyword-fallback" and "index --force" in (fallback.note or "")
         assert fallback.results and fallback.results[0].symbol == "parse_config"
 
         other.index(force=True)

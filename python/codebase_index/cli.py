@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from .format import duration, format_embeddings, format_graph_status, problem_lines
+from .format import duration, format_dependencies, format_embeddings, format_graph_status, problem_lines
 from .models import CHUNK_KINDS
 from .search import Filters
 
@@ -181,8 +181,8 @@ def _print_results(args: argparse.Namespace, response: SearchResponse, query: st
             result.pop("content", None)
         sys.stdout.write(msgspec.json.encode(payload).decode() + "\n")
         return EXIT_OK
-    if response.notice:
-        print(f"note: {response.notice}", file=sys.stderr)
+    if response.note:
+        print(f"note: {response.note}", file=sys.stderr)
     if not response.results:
         print(f"no results for {query!r}")
         return EXIT_OK
@@ -265,6 +265,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if status.graph is not None:
         print(f"code graph:  {format_graph_status(status.graph)}")
     print(f"savings:     {savings_line(Path(status.index_dir))}")
+    for line in format_dependencies(status.dependencies):
+        print(f"dependency:  {line}")
     return EXIT_OK
 
 

@@ -104,6 +104,14 @@ class SearchConfig(_Section, frozen=True):
         int, _m("Candidates the built-in deterministic reranker reorders (0 = off)", ge=0, le=200)
     ] = 100
     context_lines: Annotated[int, _m("Extra source lines shown around each result", ge=0, le=50)] = 0
+    query_embedding_timeout_ms: Annotated[
+        int,
+        _m(
+            "How long a search waits for a remote provider to embed its query (one try); after that, or on "
+            "any provider error, it answers with keyword results and a note",
+            ge=1,
+        ),
+    ] = 2000
     bm25: Bm25Config = msgspec.field(default_factory=Bm25Config)
 
 

@@ -115,6 +115,26 @@ class EmbeddingStatus(msgspec.Struct, rename="camel"):
     running: bool = False
     error: str | None = None
     last_failure: str | None = None
+    # Set when the index's vectors are of another model or width than the configured one: why, for
+    # `status` to say "rebuild needed: run index --force" instead of a misleading percentage.
+    rebuild_needed: str | None = None
+
+
+def model_mismatch(store: Store, provider: EmbeddingProvider) -> str | None:
+    """Why the stored vectors cannot serve `provider` (another model or width), or None when they can
+    (or none are stored). The same test `check_model` refuses on, without raising."""
+    ensure_tables(store.conn)
+    stored = store.get_meta(META_MODEL)
+    stored_dims = store.get_meta(META_DIMENSIONS)
+    if stored is None or (stored == provider.model_id and stored_dims == str(provider.dimensions)):
+        return None
+    count = store.conn.execute("SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (stored,)).fetchone()[0]
+    if not count:
+        return None
+    return (
+        f"the index holds {count} vectors of {stored} ({stored_dims} dimensions), the configured model is "
+        f"{provider.model_id} ({provider.dimensions} dimensions)"
+    )
 
 
 class EmbedReport(msgspec.Struct, rename="camel"):
@@ -498,6 +518,7 @@ def _provider_key(config: Config) -> bytes:
             config.custom_provider,
             config.indexing.retries,
             config.indexing.retry_delay_ms,
+            config.search.query_embedding_timeout_ms,
         ]
     )
 
@@ -556,6 +577,7 @@ def remote_settings(config: Config) -> RemoteEmbeddingSettings:
         model=model,
         max_retries=config.indexing.retries,
         retry_delay_ms=config.indexing.retry_delay_ms,
+        query_timeout_ms=config.search.query_embedding_timeout_ms,
     )
     if cp is None:
         return base

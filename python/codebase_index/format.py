@@ -148,6 +148,7 @@ def format_status(status: Any, *, running: bool = False) -> str:
         lines.append("embeddings: " + format_embeddings(status.embeddings))
     if getattr(status, "graph", None) is not None:
         lines.append("code graph: " + format_graph_status(status.graph))
+    lines.extend(format_dependencies(getattr(status, "dependencies", ())))
     if running:
         lines.append("an index run is in progress")
     return "\n".join(lines)
@@ -184,6 +185,8 @@ def format_embeddings(emb: Any) -> str:
     what failed; says plainly when search is keyword-only."""
     if emb.model is None:
         return f"none, keyword search only ({emb.error or 'no embedding provider'})"
+    if getattr(emb, "rebuild_needed", None):
+        return f"rebuild needed: run index --force ({emb.rebuild_needed}); search is keyword-only until then"
     pct = 100.0 * emb.embedded / emb.total if emb.total else 100.0
     line = f"{emb.embedded}/{emb.total} chunks ({pct:.0f}%) with {emb.model}"
     pending = emb.total - emb.embedded - emb.failures
@@ -245,3 +248,10 @@ def format_logs(records: Sequence[Any]) -> str:
     return "\n".join(
         f"{time.strftime('%H:%M:%S', time.localtime(r.time))} {r.level:<7} {r.message}" for r in records
     )
+
+
+def format_dependencies(dependencies: Sequence[Any]) -> list[str]:
+    """One line per search-time dependency with a recorded failure (`resilience.describe`)."""
+    from .resilience import describe
+
+    return [describe(d) for d in dependencies]

@@ -5,6 +5,7 @@ retrieve -> format. The CLI, the JSON-RPC sidecar and the MCP server all talk to
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 import weakref
@@ -31,6 +32,7 @@ from .embedder import (
     shared_provider,
     switch_model,
 )
+from .embeddings.base import EmbeddingError
 from .git import current_branch
 from .graph.extractor import INLINE_MAX_FILES, ExtractReport
 from .graph.query import CallGraph, ImplementationLookup, incomplete_notice
@@ -49,6 +51,16 @@ from .ranking import (
     rank_hits,
 )
 from .ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
+from .resilience import (
+    QUERY_EMBEDDING,
+    RERANKER,
+    STATE_FILE,
+    Breaker,
+    DependencyHealth,
+    cooling_down,
+    endpoint_key,
+    read_all,
+)
 from .search import DocRow, FieldWeights, Filters, KeywordSnapshot, preview, top_hits
 from .snapshots import SnapshotCache, Source
 from .store import SkippedRow, Store, StoreError
@@ -62,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "IndexReport", "IndexStatus", "SearchResponse"]
 
 T = TypeVar("T")
+log = logging.getLogger("codebase_index.search")
 SEARCH_MODES = ("keyword", "semantic", "hybrid")
 QUERY_CACHE_SIZE = 256
 # Candidates each retriever hands to fusion, at least; more when more results are asked for.
@@ -86,6 +99,8 @@ class IndexStatus(msgspec.Struct):
     # Files the last run could not index because something raised (reason "error" in `skipped`), each
     # with the exception's one line; the next run retries them.
     errors: list[SkippedRow] = msgspec.field(default_factory=list)
+    # Search-time dependencies (query embedding, reranker) with a recorded failure: last error and when.
+    dependencies: list[DependencyHealth] = msgspec.field(default_factory=list)
 
 
 class GraphStatus(msgspec.Struct):
@@ -104,14 +119,22 @@ class GraphStatus(msgspec.Struct):
 
 class SearchResponse(msgspec.Struct, omit_defaults=True):
     """`strategy` says what actually ran: keyword, semantic, hybrid, hybrid-partial (vectors still
-    arriving: chunks without one come from BM25 alone) or keyword-fallback (hybrid asked, no usable
-    vectors; `notice` says why)."""
+    arriving: chunks without one come from BM25 alone) or keyword-fallback (no usable vectors, or the
+    provider failed on the query). `note`: one line on anything that degraded the answer and why."""
 
     query: str
     strategy: str
     top_k: int
     results: list[SearchResult]
-    notice: str | None = None
+    note: str | None = None
+
+
+class QueryEmbeddingError(Exception):
+    """The query could not be embedded (provider failed or cooling down); the message is search's note."""
+
+
+def _join(*notes: str | None) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _stored_path(path: str, kb_prefixes: Sequence[str]) -> str:
@@ -220,6 +243,7 @@ class Engine:
         self._vectors: tuple[KeywordSnapshot, VectorSnapshot] | None = None
         self._vectors_lock = threading.Lock()
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._breakers: dict[str, Breaker] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -439,7 +463,9 @@ class Engine:
         return vectors.ANN_THRESHOLD
 
     def query_vector(self, text: str) -> np.ndarray:
-        """The query's embedding, cached per text (agents repeat and refine queries)."""
+        """The query's embedding, cached per text (agents repeat and refine queries). Raises
+        QueryEmbeddingError (its message is the note search shows) when the provider fails, within the
+        remote query budget (`search.queryEmbeddingTimeoutMs`, one try), or is cooling down after failing."""
         provider = self.embedding_provider()
         if provider is None:
             raise StoreError(self._provider_error or "no embedding provider")
@@ -448,11 +474,42 @@ class Engine:
         if cached is not None:
             self._query_vectors.move_to_end(key)
             return cached
-        vector = provider.embed_query(text)
+        breaker = self._breaker(QUERY_EMBEDDING)
+        endpoint = self._provider_endpoint(provider)
+        blocked = breaker.allow(endpoint)
+        if blocked is not None:
+            raise QueryEmbeddingError(f"keyword results only: the embedding provider {cooling_down(blocked)}")
+        try:
+            vector = provider.embed_query(text)
+        except Exception as exc:  # a dead, slow or misconfigured provider never fails the search
+            error = str(exc) if isinstance(exc, EmbeddingError) else f"{type(exc).__name__}: {exc}"
+            health = breaker.failure(endpoint, error)
+            log.warning("query embedding failed (%d in a row), keyword results: %s", health.failures, error)
+            note = f"keyword results only: the embedding provider failed ({error})"
+            raise QueryEmbeddingError(note) from None
+        breaker.success(endpoint)
         self._query_vectors[key] = vector
         while len(self._query_vectors) > QUERY_CACHE_SIZE:
             self._query_vectors.popitem(last=False)
         return vector
+
+    def _breaker(self, name: str) -> Breaker:
+        found = self._breakers.get(name)
+        if found is None:
+            found = self._breakers[name] = Breaker(self.index_dir, name)
+        return found
+
+    @staticmethod
+    def _provider_endpoint(provider: EmbeddingProvider) -> str:
+        """Identity of the configured provider for the breaker: another URL or key starts afresh."""
+        settings = getattr(provider, "settings", None)
+        return endpoint_key(
+            provider.model_id, getattr(settings, "base_url", ""), getattr(settings, "api_key", "")
+        )
+
+    def dependency_health(self) -> list[DependencyHealth]:
+        """The last recorded failure of each search-time dependency (query embedding, reranker)."""
+        return list(read_all(self.index_dir / STATE_FILE).values())
 
     def vector_snapshot(self, snap: KeywordSnapshot | None = None) -> VectorSnapshot | None:
         """Vectors of the current keyword snapshot's documents, topped up with embeddings committed since
@@ -551,7 +608,10 @@ class Engine:
     def search(
         self, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str | None = None
     ) -> SearchResponse:
-        """`mode` None means hybrid when vectors exist for the active model, else keyword."""
+        """`mode` None means hybrid when vectors exist for the active model, else keyword. A provider
+        that fails (or cools down after failing) while embedding the query, in any mode, gives keyword
+        results (`keyword-fallback`) with a note naming the cause; a failing reranker keeps the
+        deterministic order."""
         if mode is not None and mode not in SEARCH_MODES:
             raise ValueError(f"unknown search mode {mode!r}; available: {', '.join(SEARCH_MODES)}")
         snap = self.snapshot()
@@ -565,23 +625,33 @@ class Engine:
         relation = self._relation_candidates(parsed, snap, mask)
         texts = self._head_texts(parsed, snap, keyword_hits)
         exact = exact_matches(parsed, texts.items()) if is_quotation(parsed) else []
+
+        def keyword_only(strategy: str, note: str = "") -> SearchResponse:
+            hits = keyword_hits
+            if mode == "semantic":  # a semantic search whose query could not be embedded
+                hits = self._keyword_candidates(parsed, snap, mask, pool)[1]
+            ranked, rerank_note = self._external_rerank(
+                query, snap, fuse(parsed, snap, hits, [], self.config, relation=relation, exact=exact)
+            )
+            return self._response(query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
+
         if mode == "keyword":
-            ranked = self._external_rerank(
-                query, snap, fuse(parsed, snap, keyword_hits, [], self.config, relation=relation, exact=exact)
-            )
-            return self._response(query, "keyword", top_k, snap, ranked[:top_k])
-        vecs, notice = self._usable_vectors(snap, required=mode == "semantic")
+            return keyword_only("keyword")
+        vecs, note = self._usable_vectors(snap, required=mode == "semantic")
         if vecs is None:
-            ranked = self._external_rerank(
-                query, snap, fuse(parsed, snap, keyword_hits, [], self.config, relation=relation, exact=exact)
-            )
-            return self._response(query, "keyword-fallback", top_k, snap, ranked[:top_k], notice)
-        semantic_hits = vecs.semantic_hits(self.query_vector(query), pool, mask)
+            return keyword_only("keyword-fallback", note)
+        try:
+            query_vector = self.query_vector(query)
+        except QueryEmbeddingError as exc:
+            return keyword_only("keyword-fallback", str(exc))
+        semantic_hits = vecs.semantic_hits(query_vector, pool, mask)
         if mode == "semantic":
-            ranked = self._external_rerank(query, snap, fuse(parsed, snap, [], semantic_hits, self.config))
-            return self._response(query, "semantic", top_k, snap, ranked[:top_k])
+            ranked, rerank_note = self._external_rerank(
+                query, snap, fuse(parsed, snap, [], semantic_hits, self.config)
+            )
+            return self._response(query, "semantic", top_k, snap, ranked[:top_k], rerank_note)
         verbatim = self._quotes_query(parsed, snap, texts)
-        fused = self._external_rerank(
+        fused, rerank_note = self._external_rerank(
             query,
             snap,
             fuse(
@@ -596,9 +666,8 @@ class Engine:
                 exact=exact,
             ),
         )
-        fused = fused[:top_k]
         strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
-        return self._response(query, strategy, top_k, snap, fused)
+        return self._response(query, strategy, top_k, snap, fused[:top_k], rerank_note)
 
     def _keyword_candidates(
         self, parsed: ParsedQuery, snap: KeywordSnapshot, mask: np.ndarray | None, pool: int
@@ -660,14 +729,21 @@ class Engine:
             return False
         return quotes_query(parsed, ((snap.docs[d].path, text) for d, text in texts.items()))
 
-    def _external_rerank(self, query: str, snap: KeywordSnapshot, hits: list[Hit]) -> list[Hit]:
+    def _external_rerank(self, query: str, snap: KeywordSnapshot, hits: list[Hit]) -> tuple[list[Hit], str]:
         """Let the configured rerank API reorder the head of the deterministic order; on ANY failure
-        (no key, network, timeout, bad answer) keep the deterministic order and remember why."""
+        (no key, network, timeout, bad answer) keep the deterministic order, remember and log why, and
+        return the note to show. A reranker that keeps failing is skipped for a cool-down."""
         cfg = self.config.reranker
         if not cfg.enabled or not hits:
-            return hits
+            return hits, ""
         from .rerank_providers import RerankError, RerankSettings, create_reranker
 
+        breaker = self._breaker(RERANKER)
+        endpoint = endpoint_key(cfg.provider, cfg.model, cfg.base_url, cfg.api_key)
+        blocked = breaker.allow(endpoint)
+        if blocked is not None:
+            self.reranker_error = blocked.error
+            return hits, f"reranker skipped: it {cooling_down(blocked)}; results in the built-in order"
         top_n = min(cfg.top_n, len(hits))
         try:
             if self._reranker is None:
@@ -689,10 +765,14 @@ class Engine:
             answer = self._reranker.rerank(query, documents, top_n)
             merged = [Hit(d, s) for d, s in merge_external(hits, answer, top_n)]
         except Exception as exc:  # any failure means: keep the deterministic order
-            self.reranker_error = str(exc) if isinstance(exc, (RerankError, ValueError)) else repr(exc)
-            return hits
+            error = str(exc) if isinstance(exc, (RerankError, ValueError)) else f"{type(exc).__name__}: {exc}"
+            self.reranker_error = error
+            health = breaker.failure(endpoint, error)
+            log.warning("reranker failed (%d in a row), built-in order kept: %s", health.failures, error)
+            return hits, f"reranker failed ({error}); results in the built-in order"
         self.reranker_error = None
-        return merged
+        breaker.success(endpoint)
+        return merged, ""
 
     def _usable_vectors(self, snap: KeywordSnapshot, *, required: bool) -> tuple[VectorSnapshot | None, str]:
         """The vector snapshot if it holds any vector, else None and why; `required` raises instead."""
@@ -706,6 +786,12 @@ class Engine:
             reason = self.embedding_error() or "no embedding provider"
         elif len(vecs) == 0:
             reason = "no embeddings yet for this branch (they are computed after indexing)"
+            failed = self.store.conn.execute(
+                "SELECT error FROM embedding_failures WHERE model_id = ? ORDER BY last_attempt DESC LIMIT 1",
+                (vecs.model_id,),
+            ).fetchone()
+            if failed is not None:
+                reason = f"no embeddings yet: embedding failed ({failed[0]}); retried on the next index run"
         else:
             return vecs, ""
         if required:
@@ -726,7 +812,7 @@ class Engine:
         if (snippet is None) == (at is None):
             raise ValueError("give either a code snippet or a path:line location, not both")
         snap = self.snapshot()
-        vecs, notice = self._usable_vectors(snap, required=True)
+        vecs, note = self._usable_vectors(snap, required=True)
         assert vecs is not None
         provider = self.embedding_provider()
         assert provider is not None
@@ -761,7 +847,7 @@ class Engine:
             label = snippet if len(snippet) <= 80 else snippet[:77] + "..."
         mask = snap.candidate_mask(filters or Filters())
         hits = vecs.semantic_hits(vector, top_k, mask, exclude=exclude)
-        return self._response(label, "similar", top_k, snap, hits, notice or None)
+        return self._response(label, "similar", top_k, snap, hits, note or None)
 
     def doc_at(self, snap: KeywordSnapshot, path: str, line: int) -> int:
         """The innermost chunk of `path` covering `line` (1-based); ValueError naming what is missing."""
@@ -790,14 +876,14 @@ class Engine:
         top_k: int,
         snap: KeywordSnapshot,
         hits: Sequence[Hit],
-        notice: str | None = None,
+        note: str | None = None,
     ) -> SearchResponse:
         return SearchResponse(
             query=query,
             strategy=strategy,
             top_k=top_k,
             results=self._results(snap, [(h.doc, h.score) for h in hits]),
-            notice=notice or None,
+            note=note or None,
         )
 
     def _results(self, snap: KeywordSnapshot, hits: Sequence[tuple[int, float]]) -> list[SearchResult]:
@@ -889,6 +975,7 @@ class Engine:
             last_indexed_at=float(last) if last else None,
             embeddings=embeddings,
             graph=graph,
+            dependencies=self.dependency_health(),
         )
 
     def skipped_files(self) -> list[SkippedRow]:

@@ -811,7 +811,15 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
         text = format_peek(results, query=p.query)
     data = {"query": p.query, "strategy": response.strategy, "results": _hits(results, content=False)}
     data["savings"] = rt.record_savings("codebase_search", text, [r.path for r in results])
-    return ToolResult(text, data)
+    return _with_note(ToolResult(text, data), response.note)
+
+
+def _with_note(result: ToolResult, note: str | None) -> ToolResult:
+    """A degraded answer (keyword fallback, reranker skipped) says so first, in `text` and `data.note`."""
+    if note:
+        result.data["note"] = note
+        result.text = f"note: {note}\n\n{result.text}"
+    return result
 
 
 def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
@@ -828,7 +836,7 @@ def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
     }
     text = format_peek(response.results, query=p.query)
     data["savings"] = rt.record_savings("codebase_peek", text, [r.path for r in response.results])
-    return ToolResult(text, data)
+    return _with_note(ToolResult(text, data), response.note)
 
 
 def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResult:

@@ -115,7 +115,7 @@ class _Gather:
         response = self.engine.search(query, top_k=top_k, filters=self.filters)
         for r in response.results:
             self.add_result(r, "matched")
-        return response.strategy, response.notice
+        return response.strategy, response.note
 
     def add_result(self, r: SearchResult, reason: str) -> None:
         self.add(

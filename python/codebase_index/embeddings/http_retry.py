@@ -239,11 +239,13 @@ def send_with_retry(
     secrets: Sequence[str] = (),
     rng: random.Random | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    timeout: float | None = None,
 ) -> T:
     """POST `body` and decode the answer, retrying only what a retry can fix.
 
     429/5xx, timeouts and connection errors back off (honouring Retry-After); other 4xx fail at once.
     A body `decode` cannot parse is a "garbage" failure: resending the same request rarely fixes it.
+    `timeout` (seconds) overrides the client's own for this request (a query's short budget).
     """
     random_source = rng or random.Random()
     attempt = 0
@@ -251,7 +253,10 @@ def send_with_retry(
         gate.wait()
         retry_after: float | None = None
         try:
-            response = client.post(url, content=body, headers=dict(headers))
+            if timeout is None:
+                response = client.post(url, content=body, headers=dict(headers))
+            else:
+                response = client.post(url, content=body, headers=dict(headers), timeout=timeout)
         except httpx.TimeoutException as exc:
             failure = RequestFailure("timeout", redact(type(exc).__name__, secrets), attempts=attempt + 1)
         except httpx.TransportError as exc:

@@ -69,6 +69,8 @@ class RemoteEmbeddingSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_retries: int = 4
     retry_delay_ms: int = 500
     max_retry_delay_ms: int = 30_000
+    # A search waits this long for its query's vector, once (no retries): it falls back to keywords.
+    query_timeout_ms: int = 2_000
     # Ollama: "embeddings" is the native one-text-per-request endpoint, "embed" the newer batched one.
     ollama_endpoint: str = "embeddings"
 
@@ -122,6 +124,7 @@ class ResolvedEmbeddingSettings:
     max_batch_tokens: int
     max_batch_size: int
     timeout_s: float
+    query_timeout_s: float
     concurrency: int
     request_interval_s: float
     policy: RetryPolicy
@@ -181,6 +184,7 @@ def resolve_settings(
         max_batch_tokens=max(1, settings.max_batch_tokens or defaults.max_batch_tokens),
         max_batch_size=max(1, max_batch_size),
         timeout_s=max(0.001, settings.timeout_ms / 1000),
+        query_timeout_s=max(0.001, settings.query_timeout_ms / 1000),
         concurrency=max(1, settings.concurrency),
         request_interval_s=max(0.0, settings.request_interval_ms / 1000),
         policy=RetryPolicy(
@@ -387,6 +391,8 @@ class RemoteEmbeddingProvider:
         return outcome.vectors
 
     def embed_query(self, text: str) -> np.ndarray:
+        """One request within the query budget (`query_timeout_ms`), no retries and no pacing: a search
+        waiting on it falls back to keywords rather than wait through the indexing retry policy."""
         try:
             return self._embed_batch([self._prepare(text, "query")], "query")[0]
         except _BatchFailed as failure:
@@ -439,6 +445,7 @@ class RemoteEmbeddingProvider:
 
     def _embed_batch(self, texts: list[str], mode: Mode) -> np.ndarray:
         cfg = self._cfg
+        query = mode == "query"
         try:
             rows = send_with_retry(
                 self._client,
@@ -446,15 +453,16 @@ class RemoteEmbeddingProvider:
                 body=_encode_request(cfg, texts, mode),
                 headers=self._headers,
                 decode=lambda raw: _decode_answer(cfg, raw, len(texts)),
-                policy=cfg.policy,
-                gate=self._gate,
+                policy=_NO_RETRIES if query else cfg.policy,
+                gate=_NO_PACING if query else self._gate,
                 secrets=self._secrets,
                 rng=self._rng,
                 sleep=self._sleep,
+                timeout=cfg.query_timeout_s if query else None,
             )
         except RequestFailure as failure:
             raise _BatchFailed(
-                describe_failure(cfg, failure),
+                describe_failure(cfg, failure, query=query),
                 status=failure.status,
                 retryable=failure.retryable_later,
                 fatal=failure.status in (401, 403, 404),
@@ -481,12 +489,19 @@ class RemoteEmbeddingProvider:
         return (matrix / norms).astype(np.float32)
 
 
-def describe_failure(cfg: ResolvedEmbeddingSettings, failure: RequestFailure) -> str:
+_NO_RETRIES = RetryPolicy(max_retries=0)
+_NO_PACING = RateGate(0.0)
+
+
+def describe_failure(cfg: ResolvedEmbeddingSettings, failure: RequestFailure, *, query: bool = False) -> str:
     """One line for the user: who failed, how, and what to change. Never contains the API key."""
     who = cfg.provider
     tries = f" after {failure.attempts} attempts" if failure.attempts > 1 else ""
     if failure.kind == "garbage":
         return f"garbage answer from {who}: {failure.excerpt}"
+    if failure.kind == "timeout" and query:
+        limit = f"{cfg.query_timeout_s * 1000:.0f} ms"
+        return f"{who} did not answer the query within {limit} (search.queryEmbeddingTimeoutMs)"
     if failure.kind == "timeout":
         limit = f"{cfg.timeout_s * 1000:.0f} ms"
         return f"{who} timed out{tries} (timeout {limit}): raise timeoutMs or lower maxBatchSize"
