@@ -119,6 +119,47 @@ def test_model_change_is_refused_until_index_force(tmp_path: Path) -> None:
         other.close()
 
 
+def test_status_says_rebuild_needed_on_a_model_or_width_change(tmp_path: Path) -> None:
+    """Same model name, another width: the vectors cannot serve it, and status must not say "100%"."""
+    from codebase_index.format import format_embeddings, format_status
+
+    root = make_repo(tmp_path / "repo", FILES)
+    with serve(dims=8) as server:
+        first = Engine(root, remote_config(server.base_url, dims=8), index_path=tmp_path / "idx")
+        first.index()
+        first.embed()
+        emb = first.status().embeddings
+        assert emb is not None and emb.rebuild_needed is None and emb.embedded == emb.total
+        first.close()
+        for config in (
+            remote_config(server.base_url, dims=16),
+            remote_config(server.base_url, model="model-b", dims=8),
+        ):
+            other = Engine(root, config, index_path=tmp_path / "idx")
+            status = other.status()
+            assert status.embeddings is not None and status.embeddings.rebuild_needed
+            line = format_embeddings(status.embeddings)
+            assert line.startswith("rebuild needed: run index --force (the index holds ")
+            assert "100%" not in line and "rebuild needed: run index --force" in format_status(status)
+            other.close()
+        (root / ".opencode").mkdir()
+        wide = msgspec.to_builtins(remote_config(server.base_url, dims=16))
+        (root / ".opencode" / "codebase-index.json").write_text(msgspec.json.encode(wide).decode())
+        where = ["--root", str(root), "--index-dir", str(tmp_path / "idx")]
+        cli = subprocess.run(
+            [sys.executable, "-m", "codebase_index.cli", "status", *where],
+            capture_output=True,
+            text=True,
+        )
+        assert cli.returncode == 0, cli.stderr
+        assert "embeddings:  rebuild needed: run index --force" in cli.stdout
+        other = Engine(root, remote_config(server.base_url, dims=16), index_path=tmp_path / "idx")
+        other.index(force=True)
+        emb = other.status().embeddings
+        assert emb is not None and emb.rebuild_needed is None
+        other.close()
+
+
 def test_failed_batches_are_recorded_and_retried_next_run(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", FILES)
     with serve(dims=8) as server:

@@ -29,6 +29,7 @@ from .embedder import (
     EmbedReport,
     check_model,
     embedding_status,
+    model_mismatch,
     shared_provider,
     switch_model,
 )
@@ -953,6 +954,7 @@ class Engine:
             rate=float(rate) if rate else None,
             error=self._provider_error,
             last_failure=last_failure,
+            rebuild_needed=model_mismatch(store, provider) if provider is not None else None,
         )
         graph = None
         if graph_enabled():
