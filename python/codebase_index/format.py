@@ -189,6 +189,8 @@ def format_embeddings(emb: Any) -> str:
         return f"rebuild needed: run index --force ({emb.rebuild_needed}); search is keyword-only until then"
     pct = 100.0 * emb.embedded / emb.total if emb.total else 100.0
     line = f"{emb.embedded}/{emb.total} chunks ({pct:.0f}%) with {emb.model}"
+    if emb.endpoint:
+        line += f" on {emb.endpoint}"
     pending = emb.total - emb.embedded - emb.failures
     if emb.running:
         line += ", embedding now"

