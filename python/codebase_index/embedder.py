@@ -118,7 +118,6 @@ class EmbeddingStatus(msgspec.Struct, rename="camel"):
     # Set when the index's vectors are of another model or width than the configured one: why, for
     # `status` to say "rebuild needed: run index --force" instead of a misleading percentage.
     rebuild_needed: str | None = None
-
     # Where chunk and query texts go: "this machine (in-process model)" or the remote endpoint's URL.
     endpoint: str | None = None
 
