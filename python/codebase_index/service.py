@@ -71,6 +71,7 @@ from .vectors import AnnIndex, Hit, VectorCheck, VectorSnapshot
 if TYPE_CHECKING:
     from .context.assemble import ContextPack
     from .embeddings.base import EmbeddingProvider
+    from .graph.paths import CallPath, Impact
     from .rerank_providers import Reranker
 
 __all__ = ["Engine", "IndexReport", "IndexStatus", "SearchResponse"]
@@ -259,7 +260,14 @@ class Engine:
     def graphs(self) -> GraphRefresher:
         """The deferred code-graph extraction and refresh of this index (see `graph.refresher`)."""
         if self._graphs is None:
-            self._graphs = GraphRefresher(self.index_dir, lambda: self.store, catalogs=self._graph_catalogs)
+            from .graph.gomod import modules_for
+
+            self._graphs = GraphRefresher(
+                self.index_dir,
+                lambda: self.store,
+                catalogs=self._graph_catalogs,
+                go_modules=functools.partial(modules_for, self.root),
+            )
         return self._graphs
 
     def _graph_catalogs(self) -> list[tuple[str, Path]]:
@@ -1034,6 +1042,35 @@ class Engine:
         if counts["pending"] > counts["unavailable"]:
             self.graphs.schedule(self.branch)
         return self.graphs.read_as_is(branch, query), incomplete_notice(counts)
+
+    def call_path(self, source: str, target: str) -> CallPath:
+        """The shortest chain of resolved calls between two symbols (see `graph.paths.call_path`)."""
+        from .graph.paths import call_path
+
+        branch = self.branch()
+        found, notice = self._graph_read(branch, lambda graphs: call_path(graphs, branch, source, target))
+        found.incomplete = notice
+        return found
+
+    def impact(self, diff: str | None = None, *, depth: int = 2) -> Impact:
+        """What a change reaches: `diff` is a git range (`main..HEAD`, `HEAD~3..HEAD`), one revision
+        (its diff to the working tree) or None (uncommitted changes vs HEAD). Line numbers are matched
+        against the index, which is the working tree: index first when files changed since."""
+        from .changes import changed_lines
+        from .graph.paths import impact
+
+        spec = (diff or "HEAD").strip()
+        since, dots, until = spec.partition("..")
+        changes = changed_lines(self.root, since or "HEAD", until.lstrip(".") or None if dots else None)
+        branch = self.branch()
+        found, notice = self._graph_read(
+            branch,
+            lambda graphs: impact(
+                graphs, branch, changes.lines, range_=diff or "", base=changes.base, depth=depth
+            ),
+        )
+        found.incomplete = notice
+        return found
 
     def implementation_lookup(self, query: str, *, limit: int = 5) -> ImplementationLookup:
         """Where something is really implemented: definitions first, then search (not tests/docs/stubs)."""

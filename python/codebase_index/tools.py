@@ -249,7 +249,7 @@ class LogsParams(_Params):
     level: Annotated[LogLevel, msgspec.Meta(description="Only records at this level or above.")] | None = None
 
 
-GraphDirection = Literal["callers", "callees"]
+GraphDirection = Literal["callers", "callees", "path", "impact"]
 
 
 class CallGraphParams(_Params):
@@ -274,8 +274,27 @@ class CallGraphParams(_Params):
         | None
     ) = None
     direction: Annotated[
-        GraphDirection, msgspec.Meta(description="callers: who calls it (default); callees: what it calls.")
+        GraphDirection,
+        msgspec.Meta(
+            description="callers: who calls it (default); callees: what it calls; path: the shortest call "
+            "path to `to`; impact: what a git change reaches (changed symbols, callers, tests; no name)."
+        ),
     ] = "callers"
+    to: (
+        Annotated[str, msgspec.Meta(min_length=1, description="With direction path: the symbol to reach.")]
+        | None
+    ) = None
+    diff: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                min_length=1,
+                description="With direction impact: a git range (`main..HEAD`) or revision; default: "
+                "uncommitted changes vs HEAD.",
+            ),
+        ]
+        | None
+    ) = None
     depth: Annotated[int, msgspec.Meta(ge=1, le=3, description="Hops to follow (default 1).")] = 1
     include_name_matches: Annotated[
         bool, msgspec.Meta(description="Also list call sites matched by name only (receiver type unknown).")
@@ -1089,6 +1108,8 @@ def handle_logs(rt: Runtime, p: LogsParams, call: CallContext) -> ToolResult:
 def handle_call_graph(rt: Runtime, p: CallGraphParams, call: CallContext) -> ToolResult:
     from .graph.text import format_call_graph
 
+    if p.direction == "impact":
+        return _graph_impact(rt, p, call)
     if (p.name is None) == (p.symbol_id is None):
         raise InvalidParams("invalid params: give exactly one of `name` or `symbolId`")
     if p.symbol_id is not None and "#" not in p.symbol_id:
@@ -1098,6 +1119,8 @@ def handle_call_graph(rt: Runtime, p: CallGraphParams, call: CallContext) -> Too
     target = (p.symbol_id or p.name or "").strip()
     if not target:
         raise InvalidParams("invalid params: `name` is empty")
+    if p.direction == "path":
+        return _graph_path(rt, target, p, call)
     with rt.read_lock:
         engine = rt.reader()
         _require_index(engine)
@@ -1110,6 +1133,36 @@ def handle_call_graph(rt: Runtime, p: CallGraphParams, call: CallContext) -> Too
         )
     call.check_cancelled()
     return ToolResult(format_call_graph(graph), msgspec.to_builtins(graph))
+
+
+def _graph_path(rt: Runtime, source: str, p: CallGraphParams, call: CallContext) -> ToolResult:
+    from .graph.paths import format_path
+
+    if not p.to or not p.to.strip():
+        raise InvalidParams("invalid params: direction `path` needs `to` (the symbol to reach)")
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        found = engine.call_path(source, p.to.strip())
+    call.check_cancelled()
+    return ToolResult(format_path(found), msgspec.to_builtins(found))
+
+
+def _graph_impact(rt: Runtime, p: CallGraphParams, call: CallContext) -> ToolResult:
+    from .changes import GitError
+    from .graph.paths import format_impact
+
+    if p.name is not None or p.symbol_id is not None:
+        raise InvalidParams("invalid params: direction `impact` takes `diff`, not `name` or `symbolId`")
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        try:
+            found = engine.impact(p.diff, depth=p.depth)
+        except GitError as exc:
+            raise InvalidParams(f"invalid params: `diff`: {exc}") from exc
+    call.check_cancelled()
+    return ToolResult(format_impact(found), msgspec.to_builtins(found))
 
 
 def handle_implementation_lookup(rt: Runtime, p: ImplementationLookupParams, call: CallContext) -> ToolResult:
@@ -1189,7 +1242,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Who calls a function/method/class, or what it calls, across files (depth 1-3), with file:line of "
         "each call site. Calls are resolved through imports, the same file/package and known receiver types; "
         "calls matched only by name are counted and listed on request (includeNameMatches). Use it for 'who "
-        "calls X', 'what does X call', and before changing a function's signature.",
+        "calls X', 'what does X call', and before changing a function's signature. direction=path gives the "
+        "shortest call path from name to `to`; direction=impact what a git change (`diff`, default: "
+        "uncommitted work) reaches: changed symbols, their callers, the tests that reach them.",
         CallGraphParams,
         handle_call_graph,
     ),

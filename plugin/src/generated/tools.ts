@@ -258,7 +258,7 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
   {
     "name": "call_graph",
     "method": "call_graph",
-    "description": "Who calls a function/method/class, or what it calls, across files (depth 1-3), with file:line of each call site. Calls are resolved through imports, the same file/package and known receiver types; calls matched only by name are counted and listed on request (includeNameMatches). Use it for 'who calls X', 'what does X call', and before changing a function's signature.",
+    "description": "Who calls a function/method/class, or what it calls, across files (depth 1-3), with file:line of each call site. Calls are resolved through imports, the same file/package and known receiver types; calls matched only by name are counted and listed on request (includeNameMatches). Use it for 'who calls X', 'what does X call', and before changing a function's signature. direction=path gives the shortest call path from name to `to`; direction=impact what a git change (`diff`, default: uncommitted work) reaches: changed symbols, their callers, the tests that reach them.",
     "inputSchema": {
       "type": "object",
       "properties": {
@@ -273,12 +273,24 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
           "minLength": 1
         },
         "direction": {
-          "description": "callers: who calls it (default); callees: what it calls.",
+          "description": "callers: who calls it (default); callees: what it calls; path: the shortest call path to `to`; impact: what a git change reaches (changed symbols, callers, tests; no name).",
           "enum": [
             "callees",
-            "callers"
+            "callers",
+            "impact",
+            "path"
           ],
           "default": "callers"
+        },
+        "to": {
+          "description": "With direction path: the symbol to reach.",
+          "type": "string",
+          "minLength": 1
+        },
+        "diff": {
+          "description": "With direction impact: a git range (`main..HEAD`) or revision; default: uncommitted changes vs HEAD.",
+          "type": "string",
+          "minLength": 1
         },
         "depth": {
           "description": "Hops to follow (default 1).",
@@ -516,7 +528,9 @@ export function toolArgs(z: Z) {
     call_graph: {
       name: z.string().min(1).optional().describe("Function, method or class: `parse`, `Session.send`, `Foo::new`."),
       symbolId: z.string().min(1).optional().describe("One exact symbol from an earlier result: `path#Qualified.name`."),
-      direction: z.enum(["callees", "callers"]).optional().describe("callers: who calls it (default); callees: what it calls."),
+      direction: z.enum(["callees", "callers", "impact", "path"]).optional().describe("callers: who calls it (default); callees: what it calls; path: the shortest call path to `to`; impact: what a git change reaches (changed symbols, callers, tests; no name)."),
+      to: z.string().min(1).optional().describe("With direction path: the symbol to reach."),
+      diff: z.string().min(1).optional().describe("With direction impact: a git range (`main..HEAD`) or revision; default: uncommitted changes vs HEAD."),
       depth: z.number().int().min(1).max(3).optional().describe("Hops to follow (default 1)."),
       includeNameMatches: z.boolean().optional().describe("Also list call sites matched by name only (receiver type unknown)."),
       limit: z.number().int().min(1).max(500).optional().describe("Most calls returned (default 100)."),

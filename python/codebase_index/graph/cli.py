@@ -73,6 +73,44 @@ def cmd_impl(args: argparse.Namespace) -> int:
     return 0 if found.results else 1
 
 
+def cmd_path(args: argparse.Namespace) -> int:
+    from .paths import format_path
+
+    engine = _engine(args)
+    try:
+        found = engine.call_path(args.source, args.target)
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
+    else:
+        print(format_path(found))
+    return 0 if found.found else 1
+
+
+def cmd_impact(args: argparse.Namespace) -> int:
+    from ..changes import GitError
+    from ..cli import CliError
+    from .paths import format_impact
+
+    if not 1 <= args.depth <= 3:
+        raise CliError("--depth must be 1, 2 or 3")
+    engine = _engine(args)
+    try:
+        engine.index()  # the changed lines are the working tree's: bring the index (and graph) to it
+        try:
+            found = engine.impact(args.diff, depth=args.depth)
+        except GitError as exc:
+            raise CliError(str(exc)) from exc
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
+    else:
+        print(format_impact(found))
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", help="project root")
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
@@ -90,6 +128,20 @@ def add_graph_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         )
         _common(p)
         p.set_defaults(func=cmd_call_graph, direction=direction)
+    p = sub.add_parser("path", help="code graph: the shortest call path from SOURCE to TARGET")
+    p.add_argument("source", help="the calling end: a name, Class.method, or path#qualified")
+    p.add_argument("target", help="the called end")
+    _common(p)
+    p.set_defaults(func=cmd_path)
+    p = sub.add_parser(
+        "impact", help="code graph: what a git change reaches (changed symbols, callers, tests)"
+    )
+    p.add_argument(
+        "diff", nargs="?", help="a git range (main..HEAD) or revision (default: uncommitted changes)"
+    )
+    p.add_argument("--depth", type=int, default=2, help="caller hops, 1-3 (default 2)")
+    _common(p)
+    p.set_defaults(func=cmd_impact)
     p = sub.add_parser("impl", help="where something is really implemented (definitions first)")
     p.add_argument("query", nargs="+", help="an identifier or a description of a definition")
     p.add_argument("--top", type=int, default=5, help="how many results (default 5)")

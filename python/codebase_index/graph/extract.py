@@ -286,6 +286,10 @@ def extract_rows(path: str, text_: str, language: str, tree: Tree | None = None)
                 start = name_node.start_byte
                 if python and name[:1].isupper():
                     kind = "constructor"
+                elif rust and "macro.args" in caps:
+                    if not _macro_call_args(caps["macro.args"][0]):
+                        continue
+                    receiver, kind = _macro_receiver(name_node, name)
             # The name's line, not the call's: chained calls span lines (`a\n  .b()`).
             calls.append((start, kind, name, receiver, constructed, name_node.start_point[0] + 1))
         elif role in (DEF, SCOPE):
@@ -391,6 +395,37 @@ def extract_rows(path: str, text_: str, language: str, tree: Tree | None = None)
                 receiver_type = _receiver_type(spec, receiver, owner, local_types, field_types)
         references.append((name, receiver, kind, line, caller, receiver_type))
     return FileRows(spec.name, _package(spec, path, package), definitions, references, imports)
+
+
+def _macro_call_args(args: Node) -> bool:
+    """A macro token tree after an identifier is call arguments when it is parenthesised (`f(x)`), not
+    `v[i]` or a block."""
+    first = args.child(0)
+    return first is not None and first.type == "("
+
+
+def _macro_receiver(name_node: Node, name: str) -> tuple[str | None, str]:
+    """(receiver, kind) of a call written inside a macro's tokens: `s.area()` -> ("s", method_call),
+    `Foo::new()` -> ("Foo", constructor), `a::b::f()` -> ("a::b", call), `area()` -> (None, call)."""
+    prev = name_node.prev_sibling
+    if prev is None or prev.type not in (".", "::"):
+        return None, "call"
+    parts: list[str] = []
+    sep = prev.type
+    node: Node | None = prev
+    while node is not None and node.type == sep:
+        owner = node.prev_sibling
+        if owner is None or owner.type not in ("identifier", "self", "super", "crate"):
+            break
+        parts.insert(0, text(owner))
+        node = owner.prev_sibling
+        if sep == ".":
+            break  # `a.b.c()`: only the nearest receiver is a name the extractor can type
+    if not parts:
+        return None, "call"
+    if sep == ".":
+        return parts[0], "method_call"
+    return "::".join(parts), "constructor" if name == "new" else "call"
 
 
 def _constructed_type(receiver: Node) -> str | None:

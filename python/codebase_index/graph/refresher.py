@@ -30,7 +30,7 @@ from typing import TypeVar
 from ..locks import file_lock
 from ..store import Store, StoreError
 from .extractor import ExtractReport, ProgressFn, extract_pending
-from .store import EdgeRefresh, GraphStore
+from .store import EdgeRefresh, GoModules, GraphStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,7 +79,9 @@ class GraphRefresher:
         *,
         lock_wait: float | None = 30.0,
         catalogs: Callable[[], list[tuple[str, Path]]] | None = None,
+        go_modules: GoModules | None = None,
     ) -> None:
+        self._go_modules = go_modules
         self.index_dir = index_dir
         self._store = store
         self.lock_wait = lock_wait
@@ -109,7 +111,7 @@ class GraphRefresher:
                 if self._planner is None:
                     self._planner = Store.open(self.index_dir)
                 with _read_transaction(self._planner) as graphs:
-                    plan = graphs.plan_refresh(branch)
+                    plan = graphs.plan_refresh(branch, self._go_modules)
                 if plan is None:
                     return None
                 store = self._store()

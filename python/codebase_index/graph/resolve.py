@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .extract import python_module, rust_module
@@ -50,8 +50,10 @@ def _dedupe(items: Iterable[_Target]) -> list[_Target]:
 class _Resolver:
     """Indexes over all files plus memoised lookups; built once per `resolve` call."""
 
-    def __init__(self, files: Sequence[FileGraph]) -> None:
+    def __init__(self, files: Sequence[FileGraph], go_modules: Mapping[str, str] | None = None) -> None:
         self.files = {f.path: f for f in files}
+        # Go module path -> its folder, longest path first (a nested module wins over its parent).
+        self.go_modules = sorted(((p, d) for d, p in (go_modules or {}).items()), key=lambda x: -len(x[0]))
         self.by_qual: dict[str, dict[str, list[Definition]]] = {}
         self.by_name: dict[str, list[Definition]] = defaultdict(list)
         self.by_member: dict[str, list[Definition]] = defaultdict(list)
@@ -172,6 +174,12 @@ class _Resolver:
         return []
 
     def _go_modules(self, import_path: str) -> list[str]:
+        for module, folder in self.go_modules:  # go.mod says where the module's packages live
+            if import_path == module or import_path.startswith(module + "/"):
+                rel = import_path[len(module) :].strip("/")
+                package = posixpath.join(folder, rel) if folder and rel else folder or rel
+                if package in self.go_dirs:
+                    return list(self.go_dirs[package])
         segs = [s for s in import_path.split("/") if s]
         if len(segs) > 1 and segs[-1][:1] == "v" and segs[-1][1:].isdigit():
             segs.pop()
@@ -539,6 +547,7 @@ def resolve_with_stats(
     max_candidates: int | None = DEFAULT_MAX_CANDIDATES,
     *,
     only: Collection[str] | None = None,
+    go_modules: Mapping[str, str] | None = None,
 ) -> tuple[list[Edge], ResolveStats]:
     """Edges for every call site that reaches the repo's own code, plus counts of what did not.
 
@@ -546,8 +555,10 @@ def resolve_with_stats(
     every `get` method of a large repo) yields no edges and is counted in `stats.too_ambiguous`;
     None keeps them all. Exact and import-resolved sites are never capped. `only` limits the call
     sites to those in these paths (every file still serves as a target): incremental re-resolution.
+    `go_modules` maps a folder to the Go module path its go.mod declares (`graph.gomod`), so imports of
+    a module kept in a subfolder of the repository resolve.
     """
-    r = _Resolver(files)
+    r = _Resolver(files, go_modules)
     counts = dict.fromkeys(("references", "imports", "external", "unresolved", "too_ambiguous"), 0)
     counts.update(dict.fromkeys(_RANK, 0))
     ambiguous = 0

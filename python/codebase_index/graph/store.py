@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 import sqlite3
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 
 import msgspec
 
@@ -119,6 +119,9 @@ def _provides(graph: FileGraph) -> set[str]:
     out.update(_module_names(graph.path))
     return out
 
+
+# Folder -> Go module path of the go.mod files above the given graphs' Go files (`graph.gomod`).
+GoModules = Callable[[Sequence[FileGraph]], Mapping[str, str]]
 
 # The graph_dirty path that asks for a full resolve of the branch (a forced run).
 FULL_MARK = ""
@@ -413,7 +416,7 @@ class GraphStore:
             is None
         )
 
-    def plan_refresh(self, branch: str) -> RefreshPlan | None:
+    def plan_refresh(self, branch: str, go_modules: GoModules | None = None) -> RefreshPlan | None:
         """The read half of a refresh (run it in one read transaction; no lock needed): which files to
         re-resolve and their new edges. None when the branch's edges are fresh."""
         started = time.perf_counter()
@@ -433,7 +436,8 @@ class GraphStore:
         only = None if full else self._affected(graphs, changed, removed, names)
         if only is not None and len(only) > FULL_RESOLVE_SHARE * max(len(graphs), 1):
             only = None
-        edges, _ = resolve_with_stats(graphs, only=only)
+        modules = go_modules(graphs) if go_modules is not None else None
+        edges, _ = resolve_with_stats(graphs, only=only, go_modules=modules)
         lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
         return RefreshPlan(
             state,
@@ -500,6 +504,7 @@ class GraphStore:
         removed: Collection[str] = (),
         old_names: Collection[str] = (),
         full: bool = False,
+        go_modules: GoModules | None = None,
     ) -> EdgeRefresh:
         """Bring the branch's edges up to date after `changed`/`removed` paths, in one go (inside a
         transaction, under the writer lock). The indexer defers this (`mark_dirty` + `plan_refresh` /
@@ -527,7 +532,8 @@ class GraphStore:
             only = {g.path for g in graphs if g.path in changed_set or not names.isdisjoint(_mentions(g))}
             if len(only) > FULL_RESOLVE_SHARE * max(len(graphs), 1):
                 full, only = True, None
-        edges, _ = resolve_with_stats(graphs, only=only)
+        modules = go_modules(graphs) if go_modules is not None else None
+        edges, _ = resolve_with_stats(graphs, only=only, go_modules=modules)
         if full:
             self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
             self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
@@ -652,6 +658,16 @@ class GraphStore:
                 )
             else:
                 rows = self.conn.execute(f"{base} AND d.name = ? LIMIT ?", (branch, last, limit))
+        return [DefinitionRow(*r) for r in rows]
+
+    def definitions_in(self, branch: str, path: str) -> list[DefinitionRow]:
+        """Every definition of one file on `branch`, in line order."""
+        rows = self.conn.execute(
+            """SELECT d.name, d.qualified, d.kind, f.path, d.start_line, d.end_line, f.language
+               FROM files f JOIN graph_defs d ON d.content_key = f.content_key
+               WHERE f.branch = ? AND f.path = ? ORDER BY d.start_line""",
+            (branch, path),
+        )
         return [DefinitionRow(*r) for r in rows]
 
     def edges_into(self, branch: str, path: str, qualified: str) -> list[EdgeRow]:

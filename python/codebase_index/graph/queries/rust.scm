@@ -23,6 +23,10 @@
 (call_expression
   function: (generic_function function: (scoped_identifier path: (_) @receiver name: (identifier) @name))) @ref.method_call
 (struct_expression name: (type_identifier) @name) @ref.constructor
+; Calls inside macro arguments (`println!("{}", area())`, `assert_eq!(s.area(), 2)`): a macro's tokens are
+; not parsed as expressions, so a call is an identifier right before a parenthesised token tree; the
+; extractor reads its receiver (`s.`, `Foo::`) from the tokens before it.
+(token_tree (identifier) @name . (token_tree) @macro.args) @ref.call
 
 (use_declaration) @import
 
