@@ -318,3 +318,45 @@ def test_a_new_sidecar_finishes_what_an_earlier_one_left_pending(repo: Path, tmp
         assert status.graph is not None and not status.graph.building
     finally:
         rt.close()
+
+
+# -- containment: a graph worker that dies loses one file's graph, never the pass ---------------------------
+
+POISON = "poison_marker"
+
+
+def dying_extract_content(item: tuple[str, str, str, list[str]]) -> object:
+    """Stands in for extractor.extract_content in spawned workers: dies on the poisoned file."""
+    from codebase_index.graph.extractor import extract_content
+
+    _, _, root, paths = item
+    if any(POISON in Path(root, p).read_text() for p in paths):
+        os._exit(3)
+    return extract_content(item)
+
+
+def dying_extract_many(items: list[tuple[str, str, str, list[str]]]) -> list[object]:
+    return [dying_extract_content(item) for item in items]
+
+
+def test_a_dying_graph_worker_loses_only_its_file(
+    repo: Path,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (repo / "bad.py").write_text(f"# {POISON}\ndef cursed():\n    return helper()\n")
+    eng = Engine(repo, index_path=tmp_path / "index", workers=1)
+    try:
+        eng.index(graph=False)
+        monkeypatch.setattr(extractor_module, "INLINE_MAX_FILES", 0)
+        monkeypatch.setattr(extractor_module, "BATCH_FILES", 2)
+        monkeypatch.setattr(extractor_module, "_extract_many", dying_extract_many)
+        monkeypatch.setattr(extractor_module, "extract_content", dying_extract_content)
+        report = extractor_module.extract_pending(eng.store, [(eng.branch(), repo)], workers=2)
+        assert (report.extracted, report.errors, report.cancelled) == (4, 1, False)
+        assert counts(eng)["pending"] == 0  # stored without a graph, not left to kill the next pass too
+        assert (
+            eng.store.conn.execute("SELECT COUNT(*) FROM graph_contents").fetchone()[0] == 3
+        )  # all but bad.py
+    finally:
+        eng.close()

@@ -112,6 +112,10 @@ def dying_process_file(path: str, text: str, language: str, extract_graph: bool 
     return process_file(path, text, language, extract_graph)
 
 
+def dying_item(item: tuple[str, str, str, bool]) -> object:
+    return dying_process_file(*item)
+
+
 def dying_chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[object]:
     return [dying_process_file(path, text, language, extract_graph) for path, text, language in items]
 
@@ -129,10 +133,10 @@ def test_a_failing_worker_loses_only_its_file(
     repo = tmp_path / "repo"
     make_repo(repo, 6)
     (repo / "pkg" / "bad.py").write_text(f"# {POISON}\ndef cursed():\n    return 1\n")
-    real_chunk_many, real_process_file = indexer_module._chunk_many, indexer_module.process_file
+    real_chunk_many, real_item = indexer_module._chunk_many, indexer_module._process_item
     monkeypatch.setattr(indexer_module, "PARALLEL_THRESHOLD_BYTES", 0)
     monkeypatch.setattr(indexer_module, "_chunk_many", batch_fn)
-    monkeypatch.setattr(indexer_module, "process_file", dying_process_file)
+    monkeypatch.setattr(indexer_module, "_process_item", dying_item)
     engine = Engine(repo, index_path=tmp_path / "index", workers=2)
     try:
         report = engine.index()
@@ -144,7 +148,7 @@ def test_a_failing_worker_loses_only_its_file(
         assert engine.search("work_3", mode="keyword").results  # the other files are all there
         # Retried, not cached as done: once the file no longer kills its worker it is indexed.
         monkeypatch.setattr(indexer_module, "_chunk_many", real_chunk_many)
-        monkeypatch.setattr(indexer_module, "process_file", real_process_file)
+        monkeypatch.setattr(indexer_module, "_process_item", real_item)
         again = engine.index()
         assert again.files == 8 and "error" not in again.skipped and engine.status().errors == []
     finally:

@@ -22,6 +22,7 @@ import msgspec
 from tree_sitter import Tree
 
 from . import files as discovery
+from . import isolate
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
@@ -106,9 +107,7 @@ ERROR_DETAIL_CHARS = 300
 
 def one_line(exc: BaseException) -> str:
     """An exception as the one line status and `index --verbose` show: `Type: first line of message`."""
-    message = str(exc).strip().splitlines()
-    text = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
-    return text if len(text) <= ERROR_DETAIL_CHARS else text[: ERROR_DETAIL_CHARS - 1] + "…"
+    return isolate.one_line(exc, ERROR_DETAIL_CHARS)
 
 
 class ProcessedFile(msgspec.Struct):
@@ -158,30 +157,22 @@ def _chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) 
     return [process_file(path, text, language, extract_graph) for path, text, language in items]
 
 
+def _process_item(item: tuple[str, str, str, bool]) -> ProcessedFile:
+    return process_file(*item)
+
+
 def _chunk_alone(
     items: Sequence[tuple[str, str, str]], extract_graph: bool, cause: str
 ) -> list[ProcessedFile]:
     """The files of a batch whose worker failed (died: killed, out of memory, a crash in native code),
-    each in a one-worker pool of its own process so a file that kills its worker again is the only one
-    lost: it comes back as an error, the others as usual."""
-    out: list[ProcessedFile] = []
-    context = multiprocessing.get_context("spawn")
-    pool: ProcessPoolExecutor | None = None
-    try:
-        for item in items:
-            if pool is None:
-                pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-            try:
-                out.append(pool.submit(process_file, *item, extract_graph).result())
-            except Exception as exc:
-                out.append(ProcessedFile([], error=f"worker process failed on this file ({one_line(exc)})"))
-                pool.shutdown(wait=False, cancel_futures=True)
-                pool = None
-    finally:
-        if pool is not None:
-            pool.shutdown()
-    log.warning("a chunking worker failed (%s); its %d files were redone one by one", cause, len(items))
-    return out
+    each in a worker of its own, so a file that kills its worker again is the only one lost: it comes
+    back as an error, the others as usual."""
+    log.warning("a chunking worker failed (%s); redoing its %d files one by one", cause, len(items))
+    return isolate.run_isolated(
+        _process_item,
+        [(path, text, language, extract_graph) for path, text, language in items],
+        lambda item, why: ProcessedFile([], error=f"worker process failed on this file ({why})"),
+    )
 
 
 class _Pending(msgspec.Struct):

@@ -26,6 +26,7 @@ from pathlib import Path
 import msgspec
 from tree_sitter import Tree
 
+from ..isolate import run_isolated
 from ..store import Store
 from .store import EncodedGraph, GraphStore, encode_rows
 
@@ -75,23 +76,31 @@ def graph_tree(path: str, text: str, language: str) -> Tree | None:
 
 
 def extract_content(item: WorkItem) -> WorkResult:
-    """Extract one pending content from the first of its paths whose text still has that content key."""
+    """Extract one pending content from the first of its paths whose text still has that content key.
+    Never raises: whatever one file does to the reader, parser or extractor is an "error" result."""
     from .. import files as discovery
     from ..indexer import content_key
+    from ..isolate import one_line
     from .extract import extract_rows
 
     key, language, root, paths = item
-    for rel in paths:
-        text = discovery.read_text(os.path.join(root, rel), rel)
-        if not isinstance(text, str) or content_key(language, text) != key:
-            continue
-        try:
+    rel = paths[0] if paths else "?"
+    try:
+        for rel in paths:
+            text = discovery.read_text(os.path.join(root, rel), rel)
+            if not isinstance(text, str) or content_key(language, text) != key:
+                continue
             tree = graph_tree(rel, text, language)
             rows = extract_rows(rel, text, language, tree) if tree is not None else None
-        except Exception as exc:  # a grammar surprise: counted and logged by the caller
-            return key, "error", None, f"{rel}: {type(exc).__name__}: {exc}"
-        return key, "ok", None if rows is None else encode_rows(rows), ""
+            return key, "ok", None if rows is None else encode_rows(rows), ""
+    except Exception as exc:  # a grammar surprise: counted and logged by the caller
+        return key, "error", None, f"{rel}: {one_line(exc)}"
     return key, "unavailable", None, ""
+
+
+def _failed(item: WorkItem, why: str) -> WorkResult:
+    paths = item[3]
+    return item[0], "error", None, f"{paths[0] if paths else '?'}: worker process failed ({why})"
 
 
 def _lower_priority(niceness: int) -> None:
@@ -175,11 +184,20 @@ def extract_pending(
         ) as pool:
             futures: list[Future[list[WorkResult]]] = [pool.submit(_extract_many, b) for b in batches]
             try:
-                for future in futures:
+                for batch, future in zip(batches, futures, strict=True):
                     if stop is not None and stop.is_set():
                         report.cancelled = True
                         break
-                    write(future.result())
+                    try:
+                        results = future.result()
+                    except Exception as exc:  # the worker died (or the pool broke): only its file is lost
+                        log.warning(
+                            "a graph worker failed (%s); redoing its %d files one by one", exc, len(batch)
+                        )
+                        results = run_isolated(
+                            extract_content, batch, _failed, initializer=_lower_priority, initargs=(niceness,)
+                        )
+                    write(results)
             finally:
                 for future in futures:
                     future.cancel()
