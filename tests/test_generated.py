@@ -194,3 +194,34 @@ def test_a_file_indexed_before_and_generated_now_is_dropped(repo: Path, tmp_path
         assert report.files == 0 and report.files_removed == 1 and report.skipped.get("generated") == 7
     finally:
         engine.close()
+
+
+def test_the_status_and_index_tools_show_generated_and_error_skips(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answer the plugin, RPC and MCP get (one tool layer for all three)."""
+    from codebase_index import indexer as indexer_module
+    from codebase_index import tools
+
+    real = indexer_module.chunk_text
+
+    def flaky(path: str, text: str, language: str | None = None, **kwargs: object) -> object:
+        if path == "src/Mapper.java":
+            raise RecursionError("too deep")
+        return real(path, text, language, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(indexer_module, "chunk_text", flaky)
+    rt = tools.Runtime(repo, index_dir=tmp_path / "index")
+    try:
+        indexed = tools.call(rt, "index", {"verbose": True})
+        assert indexed.data["skipped"] == {"generated": 6, "error": 1, "ignored": 1}
+        assert "skipped error       src/Mapper.java  RecursionError: too deep" in indexed.text
+        assert "skipped generated   docs/javadoc/2.12/Other.html  javadoc HTML" in indexed.text
+        status = tools.call(rt, "status", {})
+        assert status.data["skipped"]["generated"] == 6
+        assert status.data["errors"] == [
+            {"path": "src/Mapper.java", "reason": "error", "detail": "RecursionError: too deep"}
+        ]
+        assert "error src/Mapper.java: RecursionError: too deep" in status.text
+    finally:
+        rt.close()
