@@ -111,7 +111,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def runtime(shop: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tools.Runtime]:
     rt = tools.Runtime(shop, index_dir=tmp_path_factory.mktemp("index"))
-    tools.call(rt, "index", {})
+    rt.writer().index()  # not the index tool: it starts embedding in the background; these tests run without
     yield rt
     rt.close()
 
@@ -248,7 +248,7 @@ def test_budget_is_never_exceeded_random_queries_and_budgets(tmp_path: Path) -> 
     (root / "huge.py").write_text("def huge():\n    x = '" + "A" * 30_000 + "'\n" + "    y = 1\n" * 3000)
     rt = tools.Runtime(root, index_dir=tmp_path / "index")
     try:
-        tools.call(rt, "index", {})
+        rt.writer().index()
         vocab = sorted(
             {w for p in root.rglob("*.py") for w in p.read_text().split() if w.isidentifier() and len(w) > 3}
         )
@@ -348,3 +348,50 @@ def test_cli_context_json_and_savings(shop: Path, tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert "codebase_context" in text and "all sessions (2)" in text
+    edit = subprocess.run(
+        [*cmd, "edit-context", "Cart.total", "--root", str(shop), "--index-dir", str(index)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "definition of Cart.total" in edit and "calls Cart.total" in edit
+
+
+def test_edit_context_gathers_definition_callers_callees_and_tests(runtime: tools.Runtime) -> None:
+    result = tools.call(runtime, "edit_context", {"target": "Cart.total"})
+    data = result.data
+    by_reason = {(i["path"], i["symbol"], i["reason"]) for i in data["items"]}
+    assert ("shop/cart.py", "Cart.total", "definition of Cart.total") in by_reason
+    assert ("shop/api.py", "checkout", "calls Cart.total") in by_reason
+    assert ("tests/test_cart.py", "test_total", "test reaching Cart.total") in by_reason
+    assert ("shop/pricing.py", "apply_discount", "called by Cart.total") in by_reason
+    assert "similar code left out" in data["notice"]  # no embeddings in this index
+    assert data["tokens"] <= 1500 and counter().count(result.text) == data["tokens"]
+    assert data["savings"]["returnedTokens"] == data["tokens"]
+
+
+def test_edit_context_by_location_and_deeper_tests(runtime: tools.Runtime) -> None:
+    data = tools.call(runtime, "edit_context", {"target": "shop/pricing.py:7", "maxTokens": 600}).data
+    first = data["items"][0]
+    assert (first["symbol"], first["reason"]) == ("apply_discount", "definition of apply_discount")
+    tests_ = [i for i in data["items"] if i["reason"].startswith("test reaching")]
+    assert [(t["symbol"], t["reason"]) for t in tests_] == [
+        ("test_total", "test reaching apply_discount (via Cart.total, 2 hops)")
+    ]
+    assert data["tokens"] <= 600
+    missing = tools.call(runtime, "edit_context", {"target": "shop/pricing.py:2"}).data
+    assert "no definition of shop/pricing.py covers line 2" in missing["notice"]
+
+
+def test_edit_context_adds_similar_code_once_embedded(shop: Path, tmp_path: Path) -> None:
+    rt = tools.Runtime(shop, index_dir=tmp_path / "index")
+    try:
+        rt.writer().index()
+        report = rt.writer().embed()
+        assert report is not None and report.embedded > 0
+        data = tools.call(rt, "edit_context", {"target": "Cart.add", "maxTokens": 2000}).data
+        similar = [i for i in data["items"] if i["reason"].startswith("similar to Cart.add")]
+        assert similar and all(i["symbol"] != "Cart.add" for i in similar)
+        assert data["notice"] is None
+    finally:
+        rt.close()

@@ -95,7 +95,7 @@ def _repo(tmp: Path, files: dict[str, str]) -> Path:
 def project(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Path, tools.Runtime]]:
     root = _repo(tmp_path, request.param)
     rt = tools.Runtime(root, index_dir=tmp_path / "index")
-    tools.call(rt, "index", {})
+    rt.writer().index()  # the index tool would also start embedding in the background: not needed here
     yield root, rt
     rt.close()
 
@@ -113,7 +113,7 @@ def _edit(root: Path, rel: str, old: str, new: str) -> None:
 
 
 def _impact(rt: tools.Runtime, diff: str | None = None, depth: int = 3) -> dict:  # type: ignore[type-arg]
-    tools.call(rt, "index", {})  # the edit is in the working tree: the sidecar's watcher would do this
+    rt.writer().index()  # the edit is in the working tree: the sidecar's watcher would do this
     params: dict[str, object] = {"direction": "impact", "depth": depth}
     if diff:
         params["diff"] = diff

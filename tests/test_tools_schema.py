@@ -21,6 +21,7 @@ GENERATED_TS = REPO / "plugin" / "src" / "generated" / "tools.ts"
 EXPECTED_TOOLS = {
     "codebase_search": "search",
     "codebase_context": "context",
+    "codebase_edit_context": "edit_context",
     "codebase_peek": "peek",
     "find_similar": "similar",
     "call_graph": "call_graph",

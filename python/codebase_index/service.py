@@ -1113,6 +1113,18 @@ class Engine:
         found, _ = self._graph_read(branch, query)
         return found
 
+    def definitions_in(self, path: str) -> list[DefinitionRow]:
+        """Every definition of one file on this branch, in line order."""
+        branch = self.branch()
+        found, _ = self._graph_read(branch, lambda graphs: graphs.definitions_in(branch, path))
+        return found
+
+    def edit_context(self, target: str, *, max_tokens: int = 1500) -> ContextPack:
+        """Evidence before editing `target` (see `context.edit`)."""
+        from .context.edit import build_edit_context
+
+        return build_edit_context(self, target, max_tokens=max_tokens)
+
     def file_lines(self, path: str) -> list[str] | None:
         """A project file's lines as on disk now (None for knowledge-base paths, gone or unreadable)."""
         if path.startswith("kb:"):

@@ -320,6 +320,19 @@ class ContextParams(_Params):
     changed_before: _ChangedBefore | None = None
 
 
+class EditContextParams(_Params):
+    """What to read before changing a symbol: definition, callers, callees, tests, similar code."""
+
+    target: Annotated[
+        str,
+        msgspec.Meta(
+            min_length=1,
+            description="The symbol to change (`parse`, `Session.send`, `path#Qualified.name`) or path:line.",
+        ),
+    ]
+    max_tokens: _MaxTokens = 1500
+
+
 class SavingsParams(_Params):
     """No parameters."""
 
@@ -874,6 +887,19 @@ def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResu
     return ToolResult(found.text, data)
 
 
+def handle_edit_context(rt: Runtime, p: EditContextParams, call: CallContext) -> ToolResult:
+    if not p.target.strip():
+        raise InvalidParams("invalid params: `target` is empty")
+    with rt.read_lock:
+        engine = rt.reader()
+        _require_index(engine)
+        found = engine.edit_context(p.target, max_tokens=p.max_tokens)
+    call.check_cancelled()
+    data = context_data(found)
+    data["savings"] = rt.record_savings("codebase_edit_context", found.text, found.files)
+    return ToolResult(found.text, data)
+
+
 def context_data(found: Any) -> dict[str, Any]:
     """A pack as the wire and `--json` give it: {query, maxTokens, tokens, items, omitted, ...}."""
     data = dict(msgspec.to_builtins(found))
@@ -1215,6 +1241,16 @@ TOOLS: tuple[ToolSpec, ...] = (
         "description hybrid search. Prefer it to codebase_search when you will read the code anyway.",
         ContextParams,
         handle_context,
+    ),
+    ToolSpec(
+        "codebase_edit_context",
+        "edit_context",
+        "Context before an edit",
+        "Before changing a function, method or class (name or path:line): its definition, its callers with "
+        "the line of each call, what it calls, the tests that reach it and similar code that may need the "
+        "same change, within maxTokens (default 1500, a hard cap). Use it before editing shared code.",
+        EditContextParams,
+        handle_edit_context,
     ),
     ToolSpec(
         "codebase_peek",

@@ -137,6 +137,32 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
     }
   },
   {
+    "name": "codebase_edit_context",
+    "method": "edit_context",
+    "description": "Before changing a function, method or class (name or path:line): its definition, its callers with the line of each call, what it calls, the tests that reach it and similar code that may need the same change, within maxTokens (default 1500, a hard cap). Use it before editing shared code.",
+    "inputSchema": {
+      "type": "object",
+      "properties": {
+        "target": {
+          "description": "The symbol to change (`parse`, `Session.send`, `path#Qualified.name`) or path:line.",
+          "type": "string",
+          "minLength": 1
+        },
+        "maxTokens": {
+          "description": "Hard cap on the answer's tokens, counted with a real tokenizer (default 1500).",
+          "type": "integer",
+          "minimum": 128,
+          "maximum": 8000,
+          "default": 1500
+        }
+      },
+      "required": [
+        "target"
+      ],
+      "additionalProperties": false
+    }
+  },
+  {
     "name": "codebase_peek",
     "method": "peek",
     "description": "Like codebase_search but returns only locations (path:lines, kind, symbol), no code: cheap for getting an overview of where something is; then read the files you need.",
@@ -506,6 +532,10 @@ export function toolArgs(z: Z) {
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
       changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
       changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
+    },
+    codebase_edit_context: {
+      target: z.string().min(1).describe("The symbol to change (`parse`, `Session.send`, `path#Qualified.name`) or path:line."),
+      maxTokens: z.number().int().min(128).max(8000).optional().describe("Hard cap on the answer's tokens, counted with a real tokenizer (default 1500)."),
     },
     codebase_peek: {
       query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),

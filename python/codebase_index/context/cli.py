@@ -63,6 +63,15 @@ def cmd_context(args: argparse.Namespace) -> int:
     return _call(args, "context", params)
 
 
+def cmd_edit_context(args: argparse.Namespace) -> int:
+    from ..cli import CliError
+
+    target = " ".join(args.target).strip()
+    if not target:
+        raise CliError("the target is empty")
+    return _call(args, "edit_context", {"target": target, "maxTokens": args.max_tokens})
+
+
 def cmd_savings(args: argparse.Namespace) -> int:
     return _call(args, "savings", {}, index_first=False)
 
@@ -87,6 +96,12 @@ def add_context_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     _time_arguments(p)
     _common(p)
     p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("edit-context", help="what to read before changing a symbol (or PATH:LINE)")
+    p.add_argument("target", nargs="+", help="a name, Class.method, path#qualified, or PATH:LINE")
+    p.add_argument("--max-tokens", type=int, default=1500, help="hard token cap, 128-8000 (default 1500)")
+    _common(p)
+    p.set_defaults(func=cmd_edit_context)
 
     p = sub.add_parser("savings", help="tokens returned vs whole files, per tool and session")
     _common(p)
