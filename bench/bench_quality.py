@@ -15,7 +15,10 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from codebase_index import embedder
+from codebase_index.config import load_config
 from codebase_index.service import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -34,6 +37,11 @@ def main() -> int:
         "--header",
         action="store_true",
         help="embed a 'path: kind symbol' header per chunk (embedder.EMBED_HEADER); own --index-root",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=["auto", "onnx", "numpy"],
+        help="embedded model engine (config embeddedBackend); give int8 runs their own index folder",
     )
     parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "quality-results.json")
@@ -56,9 +64,14 @@ def main() -> int:
             continue
         annotations = json.loads((args.bench / "annotations" / f"{name}.json").read_text())
         queries = [task["query"] for task in annotations if task.get("repo", name) == name]
-        engine = Engine(root, index_path=args.index_root / name)
+        config = load_config(root)
+        if args.backend:
+            config = msgspec.structs.replace(config, embedded_backend=args.backend)
+        engine = Engine(root, config, index_path=args.index_root / name)
         t0 = time.perf_counter()
         report = None if args.no_index else engine.index()
+        if args.backend and not args.no_index:
+            engine.embed()  # this backend's vectors (own model id), resumable
         index_s = time.perf_counter() - t0
         engine.snapshot()
         if queries:  # warm-up (query embedding model, caches): not charged to the latency figures

@@ -12,7 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from codebase_index import embedder
+from codebase_index.config import load_config
 from codebase_index.service import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +32,11 @@ def main() -> int:
         "--header",
         action="store_true",
         help="embed a 'path: kind symbol' header per chunk (embedder.EMBED_HEADER); own --index-root",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=["auto", "onnx", "numpy"],
+        help="embedded model engine (config embeddedBackend); give int8 runs their own index folder",
     )
     parser.add_argument("--ready-file", type=Path, help="append a line here when every repo is done")
     args = parser.parse_args()
@@ -47,7 +55,10 @@ def main() -> int:
         if not root.is_dir():
             print(f"skip {name}: no checkout at {root}", file=sys.stderr)
             continue
-        engine = Engine(root, index_path=args.index_root / name)
+        config = load_config(root)
+        if args.backend:
+            config = msgspec.structs.replace(config, embedded_backend=args.backend)
+        engine = Engine(root, config, index_path=args.index_root / name)
         engine.index()
         t0 = time.perf_counter()
         report = engine.embed()

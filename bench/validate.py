@@ -18,15 +18,27 @@ import json
 import sys
 from pathlib import Path
 
+import msgspec
+
+from codebase_index.config import load_config
 from codebase_index.evaluation import evaluate, load_golden
 from codebase_index.service import Engine
 
 DEFAULT_VAL = Path.home() / ".cache" / "codebase-index-val"
 
 
-def run_set(base: Path, modes: list[str]) -> dict[str, tuple[float, float]]:
-    """{"mode/style": (file nDCG@10, chunk nDCG@10)} for one validation set."""
-    engine = Engine(base / "corpus", index_path=base / "index")
+def run_set(
+    base: Path, modes: list[str], backend: str | None = None, index_name: str = "index"
+) -> dict[str, tuple[float, float]]:
+    """{"mode/style": (file nDCG@10, chunk nDCG@10)} for one validation set. With `backend`, the index
+    `index_name` is brought up to date and embedded by that engine first."""
+    config = load_config(base / "corpus")
+    if backend:
+        config = msgspec.structs.replace(config, embedded_backend=backend)
+    engine = Engine(base / "corpus", config, index_path=base / index_name)
+    if backend:
+        engine.index()
+        engine.embed()
     try:
         golden = load_golden(base / "golden.json")
         out: dict[str, tuple[float, float]] = {}
@@ -47,6 +59,12 @@ def main() -> int:
     parser.add_argument("--val", type=Path, default=DEFAULT_VAL)
     parser.add_argument("--set", action="append", help="only these sets (py, js, ts, go); repeatable")
     parser.add_argument("--mode", action="append", help="keyword/semantic/hybrid (default: both k+h)")
+    parser.add_argument(
+        "--backend",
+        choices=["auto", "onnx", "numpy"],
+        help="embedded model engine (config embeddedBackend); give int8 runs their own index folder",
+    )
+    parser.add_argument("--index-name", default="index", help="index folder inside each set")
     parser.add_argument("--save", type=Path, help="write this run as JSON")
     parser.add_argument("--compare", type=Path, help="a run saved with --save to compare against")
     args = parser.parse_args()
@@ -56,7 +74,7 @@ def main() -> int:
     results: dict[str, dict[str, tuple[float, float]]] = {}
     means: dict[str, list[float]] = {}
     for name in names:
-        results[name] = run_set(args.val / name, modes)
+        results[name] = run_set(args.val / name, modes, args.backend, args.index_name)
         for key, (file_ndcg, chunk_ndcg) in results[name].items():
             old = before.get(name, {}).get(key)
             delta = f"  {file_ndcg - old[0]:+.3f}" if old else ""

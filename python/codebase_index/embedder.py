@@ -137,6 +137,9 @@ def model_mismatch(store: Store, provider: EmbeddingProvider) -> str | None:
         f"the index holds {count} vectors of {stored} ({stored_dims} dimensions), the configured model is "
         f"{provider.model_id} ({provider.dimensions} dimensions)"
     )
+    # The embedded model's engine ("onnx-int8", "numpy-fp32") and why it is not the preferred one.
+    backend: str | None = None
+    backend_note: str | None = None
 
 
 class EmbedReport(msgspec.Struct, rename="camel"):
@@ -517,6 +520,7 @@ def _provider_key(config: Config) -> bytes:
         [
             config.embedding_provider,
             config.embedding_model,
+            config.embedded_backend,
             config.custom_provider,
             config.indexing.retries,
             config.indexing.retry_delay_ms,
@@ -551,7 +555,7 @@ def create_provider(config: Config) -> EmbeddingProvider | None:
 
     name = config.embedding_provider
     if name in ("auto", "embedded"):
-        return create_embedded_provider(config.embedding_model or None)
+        return create_embedded_provider(config.embedding_model or None, backend=config.embedded_backend)
     from .embeddings.remote import create_remote_provider
 
     return create_remote_provider(remote_settings(config))

@@ -189,6 +189,9 @@ def format_embeddings(emb: Any) -> str:
         return f"rebuild needed: run index --force ({emb.rebuild_needed}); search is keyword-only until then"
     pct = 100.0 * emb.embedded / emb.total if emb.total else 100.0
     line = f"{emb.embedded}/{emb.total} chunks ({pct:.0f}%) with {emb.model}"
+    backend = getattr(emb, "backend", None)
+    if backend:
+        line += f" ({backend})"
     if emb.endpoint:
         line += f" on {emb.endpoint}"
     pending = emb.total - emb.embedded - emb.failures
@@ -202,6 +205,9 @@ def format_embeddings(emb: Any) -> str:
         line += f"; {emb.failures} failed, retried on the next run: {emb.last_failure}"
     if emb.error:
         line += f"; error: {emb.error}"
+    note = getattr(emb, "backend_note", None)
+    if note:
+        line += f"; note: {note}"
     return line
 
 

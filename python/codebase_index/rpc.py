@@ -119,6 +119,10 @@ class Sidecar:
         self._changed_paths: set[str] = set()  # from notify/filesChanged, for a path-level re-index
         self._full_reindex = False
         runtime.watch_enabled = True  # the sidecar owns the file watcher
+        # Background indexing leaves a core to the searches the sidecar answers meanwhile.
+        from .embeddings import reserve_cores_for_queries
+
+        reserve_cores_for_queries(1)
 
     # -- output -------------------------------------------------------------------------------------
 

