@@ -120,6 +120,9 @@ class EmbeddingStatus(msgspec.Struct, rename="camel"):
     rebuild_needed: str | None = None
     # Where chunk and query texts go: "this machine (in-process model)" or the remote endpoint's URL.
     endpoint: str | None = None
+    # The embedded model's engine ("onnx-int8", "numpy-fp32") and why it is not the preferred one.
+    backend: str | None = None
+    backend_note: str | None = None
 
 
 def model_mismatch(store: Store, provider: EmbeddingProvider) -> str | None:
@@ -137,9 +140,6 @@ def model_mismatch(store: Store, provider: EmbeddingProvider) -> str | None:
         f"the index holds {count} vectors of {stored} ({stored_dims} dimensions), the configured model is "
         f"{provider.model_id} ({provider.dimensions} dimensions)"
     )
-    # The embedded model's engine ("onnx-int8", "numpy-fp32") and why it is not the preferred one.
-    backend: str | None = None
-    backend_note: str | None = None
 
 
 class EmbedReport(msgspec.Struct, rename="camel"):
