@@ -402,8 +402,10 @@ GIT_CASES = {
     "star then re-include a folder's files": ("*.py\n!keep/*.py\n", {}),
     "folder contents re-opened level by level": ("docs/*\n!docs/api/\ndocs/api/*\n!docs/api/index.py\n", {}),
     "nested ignore file re-includes": ("src/sub/**\n", {"src/sub/.gitignore": "!kept.py\n"}),
+    "every folder (an unanchored pattern)": ("*/\n", {}),
 }
 GIT_TREE = [
+    "top.py",
     "src/a.py",
     "src/sub/kept.py",
     "src/sub/other.py",

@@ -297,8 +297,12 @@ class _Spec:
             source = _NAMED_GROUP.sub("(?:", regex.pattern)
             if source.startswith(_FLOATING):
                 floating.append(source[len(_FLOATING) :])
-            else:
+            elif source.startswith("^"):
                 anchored.append(source)
+            else:
+                # pathspec searches, this regex is matched: an unanchored pattern (`*/` compiles to
+                # `(?P<ps_d>/)`) may match anywhere, so it must not be tied to the start.
+                anchored.append("(?:.*?)" + source)
         # Factoring the shared "(?:.+/)?" prefix out of the alternation means backtracking visits each
         # slash once instead of once per pattern.
         # Same trick one level down for "*.ext" patterns ("[^/]*\.log..."), the most common kind.
