@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -277,6 +278,30 @@ def savings_line(index_dir: Path) -> str:
     return summary_line(ledger_report(read_ledger(index_dir / SAVINGS_FILE), "").all_sessions)
 
 
+def cmd_repair(args: argparse.Namespace) -> int:
+    """Check the index and repair it (or rebuild it around its readable embeddings), then embed what
+    was lost, like `index` does."""
+    from .repair import format_repair
+
+    engine = _engine(args)
+    embed_line = ""
+    try:
+        if not (engine.index_dir / "codebase.db").exists():
+            raise CliError("there is no index to repair yet (run `codebase-index index`)")
+        report = engine.repair(progress=Progress(sys.stderr, enabled=not args.json))
+        if not args.keyword_only:
+            embed_line = _wait_for_embeddings(engine, quiet=args.json)
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        print(format_repair(report))
+        if embed_line:
+            print(embed_line)
+    return EXIT_OK if report.ok else EXIT_ERROR
+
+
 def cmd_kb(args: argparse.Namespace) -> int:
     from .knowledge import KnowledgeBaseError
 
@@ -378,6 +403,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_status)
 
+    p = sub.add_parser(
+        "repair",
+        help="check the index for damage and repair it (a damaged database is moved aside and rebuilt "
+        "from the files, keeping the embeddings it can still read)",
+    )
+    p.add_argument("path", nargs="?", help="project root")
+    _add_root_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--keyword-only", action="store_true", help="do not wait for lost embeddings to be redone")
+    p.set_defaults(func=cmd_repair)
+
     from .evaluation import add_eval_parser
 
     p = sub.add_parser("kb", help="knowledge bases: extra folders indexed with the project")
@@ -411,6 +447,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except (CliError, ConfigError, StoreError, FileNotFoundError) as exc:
         print(f"codebase-index: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except sqlite3.DatabaseError as exc:
+        from .repair import index_error
+
+        message = index_error(exc)
+        if message is None:
+            raise
+        print(f"codebase-index: error: {message}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("codebase-index: interrupted; the index keeps its last completed state", file=sys.stderr)

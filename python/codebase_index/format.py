@@ -212,11 +212,27 @@ def format_embeddings(emb: Any) -> str:
 
 
 def format_health(data: Mapping[str, Any]) -> str:
-    state = "ok" if data["ok"] else "PROBLEMS: " + "; ".join(data["quickCheck"])
-    purged = data["purgedContents"]
-    purge = f"purged {purged} unreferenced contents" if purged is not None else (data.get("note") or "")
+    """The health check's answer: what was found and repaired (or that all is well), the counts, the
+    vectors' line, and any note."""
+    problems = data.get("problems") or []
+    repaired = data.get("repaired") or []
+    if data.get("movedAside"):
+        state = (
+            f"the database was damaged ({'; '.join(problems) or 'unreadable'}) and has been rebuilt from "
+            f"the files; the damaged copy is kept at {data['movedAside']}; {data.get('vectorsKept', 0)} "
+            f"embeddings carried over, {data.get('vectorsLost', 0)} unreadable (re-embedded later)"
+        )
+    elif problems:
+        state = "found: " + "; ".join(problems)
+        if repaired:
+            state += "\nrepaired: " + "; ".join(repaired)
+    else:
+        state = "integrity ok"
+    purged = data.get("purgedContents")
     counts = f"{data['files']} files, {data['chunks']} chunks on branch {data['branch']}"
-    text = f"integrity {state}; {counts}; {purge}"
+    text = f"{state}\n{counts}" + (f"; purged {purged} unreferenced contents" if purged else "")
+    if data.get("note"):
+        text += f"\n{data['note']}"
     vectors = data.get("vectors")
     if vectors:
         text += "\n" + format_vector_check(vectors)

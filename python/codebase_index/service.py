@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sqlite3
 import threading
 import weakref
 from collections import Counter, OrderedDict
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 import numpy as np
 
-from . import embedder, knowledge, upkeep
+from . import embedder, knowledge, repair, upkeep
 from .config import Config, index_dir, load_config
 from .embedder import (
     META_MODEL,
@@ -314,7 +315,19 @@ class Engine:
         # new branch's catalog is built under the new name, never under the old one.
         self._graph_wait = graph
         try:
-            report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
+            try:
+                report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
+            except (sqlite3.DatabaseError, StoreError) as exc:
+                # A damaged database: `force` means rebuild, so it is moved aside and rebuilt from the
+                # files (keeping the embeddings it can still read); otherwise say what to run.
+                damage = exc.__cause__ if isinstance(exc, StoreError) else exc
+                if damage is None or not repair.is_corruption(damage):
+                    raise
+                if not force:
+                    raise StoreError(repair.damaged_message(damage)) from exc
+                aside, kept, lost = repair.replace_database(self)
+                log.warning("damaged index moved aside to %s (%d vectors kept, %d lost)", aside, kept, lost)
+                report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
             report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
         finally:
             self._graph_wait = True
@@ -550,6 +563,17 @@ class Engine:
                 vecs.reload_ann(self.index_dir)  # one stat unless the embedding side saved a new file
             vecs.refresh(self.store)
             return vecs
+
+    def repair(
+        self,
+        *,
+        full: bool = True,
+        before_rebuild: Callable[[], None] | None = None,
+        progress: ProgressFn | None = None,
+    ) -> repair.RepairReport:
+        """Check the index (SQLite pages, files without chunks, chunks without a file, vectors) and repair
+        it, rebuilding from the files around the readable embeddings when the pages are damaged."""
+        return repair.run(self, full=full, before_rebuild=before_rebuild, progress=progress)
 
     def verify_vectors(self, *, sample: int = 64) -> VectorCheck | None:
         """Check the index model's vectors (SQLite rows, the ANN file) and repair what disagrees, without

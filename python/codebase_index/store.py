@@ -273,8 +273,9 @@ class Store:
             version = cls._schema_version(conn)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
-                f"the index database {db_path} is unreadable ({exc}); nothing was changed. "
-                "Move it away or run `codebase-index index --force` after deleting the folder."
+                f"the index database {db_path} is unreadable ({exc}); nothing was changed. Run "
+                "`codebase-index repair` (tool: index_health_check) to rebuild it from the files, keeping "
+                "the embeddings it can still read."
             ) from exc
         if version > SCHEMA_VERSION:
             conn.close()

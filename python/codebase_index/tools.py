@@ -995,48 +995,83 @@ def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult
 
 
 def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) -> ToolResult:
+    """Check and repair the index: damaged SQLite pages (the database is moved aside and rebuilt around
+    its readable embeddings), files without chunks, chunks without a file, vectors out of step; then
+    drop what no file refers to and verify the vector index."""
     from .format import format_health
 
-    with rt.read_lock:
-        engine = rt.reader()
-        if not (rt.index_dir / "codebase.db").exists():
-            raise NotIndexed("there is no index to check yet; call index_codebase first")
-        rows = [r[0] for r in engine.store.conn.execute("PRAGMA quick_check").fetchall()]
-        branch = engine.branch()
-        counts = engine.store.counts(branch)
-    purged: int | None = None
-    gc: dict[str, Any] | None = None
-    note = ""
-    from .store import IndexLockedError
+    if not (rt.index_dir / "codebase.db").exists():
+        raise NotIndexed("there is no index to check yet; call index_codebase first")
+    if not rt.index_lock.acquire(blocking=False):
+        return _health_check_only(rt)
+    held_reads = False
 
-    vectors: dict[str, Any] | None = None
-    if rt.index_lock.acquire(blocking=False):
+    def before_rebuild() -> None:
+        # No search may read the damaged file while it is moved aside and rebuilt; the reader's
+        # connection still points at it. Searches wait for the rebuild (the index is broken anyway).
+        nonlocal held_reads
+        rt.read_lock.acquire()
+        held_reads = True
+        if rt._reader is not None:
+            rt._reader.close()
+
+    try:
+        rt.stop_embedding()
+        writer = rt.writer()
         try:
-            writer = rt.writer()
-            try:
-                report = writer.gc()
-                purged = report.contents_removed
-                gc = msgspec.to_builtins(report)
-            except IndexLockedError:
-                note = "purge skipped: another process is indexing"
-            # After GC (it drops orphaned vectors): the ANN file is then repaired against what is left.
-            check = writer.verify_vectors()
-            vectors = None if check is None else {**msgspec.to_builtins(check), "ok": check.ok}
+            report = writer.repair(before_rebuild=before_rebuild, progress=call.progress)
         finally:
-            rt.index_lock.release()
-    else:
-        note = "purge and vector check skipped: an index run is in progress"
+            if held_reads:
+                rt.read_lock.release()
+        if report.moved_aside:
+            log.warning("index database damaged: moved aside to %s and rebuilt", report.moved_aside)
+            rt.index_runs += 1
+        gc_report = writer.gc()  # after the repair: it also drops vectors orphaned by it
+        check = writer.verify_vectors()  # the ANN file against what is left
+        branch = writer.branch()
+        counts = writer.store.counts(branch)
+    finally:
+        rt.index_lock.release()
+    rt.start_embedding()  # vectors the repair lost (or never had) are computed in the background
     data = {
-        "ok": rows == ["ok"],
-        "quickCheck": rows[:20],
-        "purgedContents": purged,
-        "gc": gc,
-        "vectors": vectors,
+        **msgspec.to_builtins(report),
+        "quickCheck": report.pages,
+        "purgedContents": gc_report.contents_removed,
+        "gc": msgspec.to_builtins(gc_report),
+        "vectors": None if check is None else {**msgspec.to_builtins(check), "ok": check.ok},
         "branch": branch,
         "files": counts["files"],
         "chunks": counts["chunks"],
         "vocabulary": counts["vocabulary"],
-        "note": note or None,
+        "note": None,
+    }
+    return ToolResult(format_health(data), data)
+
+
+def _health_check_only(rt: Runtime) -> ToolResult:
+    """While an index run holds the index: SQLite's page check only, repairs left for later."""
+    from .format import format_health
+    from .repair import check_pages
+
+    with rt.read_lock:
+        engine = rt.reader()
+        pages = check_pages(engine.store.conn)
+        branch = engine.branch()
+        counts = (
+            engine.store.counts(branch) if pages == ["ok"] else {"files": 0, "chunks": 0, "vocabulary": 0}
+        )
+    data = {
+        "ok": pages == ["ok"],
+        "pages": pages,
+        "quickCheck": pages,
+        "problems": [] if pages == ["ok"] else [f"page check: {line}" for line in pages[:20]],
+        "repaired": [],
+        "purgedContents": None,
+        "gc": None,
+        "vectors": None,
+        "branch": branch,
+        **counts,
+        "note": "repairs skipped: an index run is in progress (call index_health_check again after it)",
     }
     return ToolResult(format_health(data), data)
 
@@ -1317,9 +1352,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "index_health_check",
         "health_check",
         "Check index health",
-        "Check the index database for corruption, drop data no file refers to any more, and verify the "
-        "vector index against the stored embeddings (repaired or rebuilt if they disagree, never "
-        "re-embedded). Use it when search fails or results point at code that no longer exists.",
+        "Check the index for damage and repair it: a corrupted database is moved aside (kept for "
+        "inspection) and rebuilt from the files, keeping every embedding it can still read; files that "
+        "lost their chunks are re-indexed; chunks and vectors no file refers to are dropped; the vector "
+        "index is verified. Use it when search fails or says the index is damaged, or results point at "
+        "code that no longer exists.",
         HealthCheckParams,
         handle_health_check,
         read_only=False,
@@ -1408,6 +1445,11 @@ def engine_error(exc: Exception) -> ToolError | None:
 
     if isinstance(exc, IndexLockedError):
         return IndexBusy(str(exc))
+    if isinstance(exc, sqlite3.DatabaseError):
+        from .repair import index_error
+
+        message = index_error(exc)
+        return ConfigProblem(message) if message is not None else None
     if isinstance(exc, StoreError):
         return ConfigProblem(f"the index cannot be used: {exc}")
     if isinstance(exc, ConfigError):

@@ -406,7 +406,7 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
   {
     "name": "index_health_check",
     "method": "health_check",
-    "description": "Check the index database for corruption, drop data no file refers to any more, and verify the vector index against the stored embeddings (repaired or rebuilt if they disagree, never re-embedded). Use it when search fails or results point at code that no longer exists.",
+    "description": "Check the index for damage and repair it: a corrupted database is moved aside (kept for inspection) and rebuilt from the files, keeping every embedding it can still read; files that lost their chunks are re-indexed; chunks and vectors no file refers to are dropped; the vector index is verified. Use it when search fails or says the index is damaged, or results point at code that no longer exists.",
     "inputSchema": {
       "type": "object",
       "properties": {},
