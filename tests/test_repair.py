@@ -153,6 +153,11 @@ def test_damaged_embeddings_page_only_unreadable_vectors_are_embedded_again(tmp_
 
         rt = tools.Runtime(root, index_dir=index)
         try:
+            with pytest.raises(tools.ToolError) as damaged:
+                tools.call(rt, "search", {"query": "validate the payload"})
+            assert damaged.value.code == tools.CONFIG_ERROR
+            assert "the index database is damaged" in damaged.value.message
+            assert "index_health_check" in damaged.value.message
             before = embedded_count(server)
             result = tools.call(rt, "health_check", {})
             assert result.data["movedAside"] and result.data["vectorsKept"] == total - saved.unreadable
