@@ -62,25 +62,59 @@ def main() -> int:
         "--index-root", type=Path, default=Path.home() / ".cache" / "codebase-index-context-bench"
     )
     parser.add_argument("--repo", action="append")
+    parser.add_argument(
+        "--val", type=Path, action="append", help="a validation set folder (corpus/, index/, golden.json)"
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results" / "context-results.json")
     args = parser.parse_args()
     sys.path.insert(0, str(args.bench))
     from score import Matcher, Result, load_specs, load_tasks  # type: ignore[import-not-found]
 
     specs = load_specs(args.bench / "repos.json")
-    tasks = load_tasks(args.annotations or args.bench / "annotations", specs)
     count = counter().count
     rows: list[dict[str, object]] = []
-    for name, spec in specs.items():
-        if args.repo and name not in args.repo:
-            continue
-        repo_tasks = [t for t in tasks if t.repo == name]
-        checkout = args.repos_root / name
-        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
-        if not repo_tasks or not root.is_dir():
-            print(f"skip {name}: no checkout or no queries", file=sys.stderr)
-            continue
-        engine = Engine(root, index_path=args.index_root / name)
+    runs: list[
+        tuple[str, Path, Path, Path, str | None, list]
+    ] = []  # name, root, index, checkout, broot, tasks
+    if args.val:
+        import shutil
+        import tempfile
+
+        from score import Task, _parse_target  # type: ignore[import-not-found]
+
+        scratch = Path(tempfile.mkdtemp(prefix="bench-context-val-"))
+        for folder in args.val:
+            golden = json.loads((folder / "golden.json").read_text())
+            val_tasks = [
+                Task(
+                    repo=folder.name,
+                    language=folder.name,
+                    query=g["query"],
+                    relevant=tuple(_parse_target(t) for t in g.get("relevant", [])),
+                    secondary=tuple(_parse_target(t) for t in g.get("secondary", [])),
+                    category=g.get("category", ""),
+                )
+                for g in golden
+            ]
+            index = scratch / folder.name
+            shutil.copytree(folder / "index", index)  # the set's index is shared: work on a copy
+            runs.append((folder.name, folder / "corpus", index, folder / "corpus", None, val_tasks))
+    else:
+        tasks = load_tasks(args.annotations or args.bench / "annotations", specs)
+        for name, spec in specs.items():
+            if args.repo and name not in args.repo:
+                continue
+            checkout = args.repos_root / name
+            root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+            repo_tasks = [t for t in tasks if t.repo == name]
+            if not repo_tasks or not root.is_dir():
+                print(f"skip {name}: no checkout or no queries", file=sys.stderr)
+                continue
+            runs.append(
+                (name, root, args.index_root / name, checkout, spec.get("benchmark_root"), repo_tasks)
+            )
+    for name, root, index_dir, checkout, benchmark_root, repo_tasks in runs:
+        engine = Engine(root, index_path=index_dir)
         t0 = time.perf_counter()
         engine.index()
         index_s = time.perf_counter() - t0
@@ -90,7 +124,7 @@ def main() -> int:
         ]
         texts = {p: "\n".join(engine.file_lines(p) or []) for p in paths}
         file_tokens: dict[str, int] = {}
-        matcher = Matcher("abs", spec.get("benchmark_root"), checkout)
+        matcher = Matcher("abs", benchmark_root, checkout)
 
         def found(
             path: str, start: int | None, end: int | None, targets: tuple, m: Matcher = matcher

@@ -932,11 +932,12 @@ def handle_similar(rt: Runtime, p: SimilarParams, call: CallContext) -> ToolResu
             raise InvalidParams(f"invalid params: {exc}") from exc
     call.check_cancelled()
     text = format_search(response.results, root=rt.root, context_lines=0, query=response.query)
-    data = {
+    data: dict[str, Any] = {
         "query": response.query,
         "strategy": response.strategy,
         "results": _hits(response.results, content=False),
     }
+    data["savings"] = rt.record_savings("find_similar", text, [r.path for r in response.results])
     return ToolResult(text, data)
 
 
@@ -1193,7 +1194,15 @@ def handle_call_graph(rt: Runtime, p: CallGraphParams, call: CallContext) -> Too
             limit=p.limit,
         )
     call.check_cancelled()
-    return ToolResult(format_call_graph(graph), msgspec.to_builtins(graph))
+    text = format_call_graph(graph)
+    data = msgspec.to_builtins(graph)
+    paths = (
+        [r.path for r in graph.roots]
+        + [e.caller_path for e in graph.edges]
+        + [e.callee_path for e in graph.edges]
+    )
+    data["savings"] = rt.record_savings("call_graph", text, [p for p in paths if p])
+    return ToolResult(text, data)
 
 
 def _graph_path(rt: Runtime, source: str, p: CallGraphParams, call: CallContext) -> ToolResult:
@@ -1236,7 +1245,10 @@ def handle_implementation_lookup(rt: Runtime, p: ImplementationLookupParams, cal
         _require_index(engine)
         found = engine.implementation_lookup(p.query, limit=p.limit)
     call.check_cancelled()
-    return ToolResult(format_implementation(found), msgspec.to_builtins(found))
+    text = format_implementation(found)
+    data = msgspec.to_builtins(found)
+    data["savings"] = rt.record_savings("implementation_lookup", text, [r.path for r in found.results])
+    return ToolResult(text, data)
 
 
 # -- the registry -------------------------------------------------------------------------------------
