@@ -141,6 +141,20 @@ def effective_log_level(config: Config) -> str:
     return {"warn": "WARNING"}.get(config.debug.log_level, config.debug.log_level.upper())
 
 
+class BackendConfig(_Section, frozen=True):
+    """A shared search backend (a Qdrant collection that `codebase-index publish` fills)."""
+
+    url: Annotated[
+        str,
+        _m("qdrant://HOST:PORT, http(s)://HOST:PORT, or qdrant+local://PATH for an embedded store", min_length=1),
+    ]
+    kind: Annotated[Literal["qdrant"], _m("The backend's engine")] = "qdrant"
+    api_key: Annotated[str | None, _m('API key of the server; use "{env:VAR}"')] = None
+    collection: Annotated[
+        str | None, _m("Collection of the organisation or workspace (default: from url, else codebase)")
+    ] = None
+
+
 EmbeddingProviderName = Literal["auto", "embedded", "openai", "google", "ollama", "custom"]
 
 
@@ -198,6 +212,7 @@ class Config(_Section, frozen=True):
     search: SearchConfig = msgspec.field(default_factory=SearchConfig)
     reranker: RerankerConfig = msgspec.field(default_factory=RerankerConfig)
     debug: DebugConfig = msgspec.field(default_factory=DebugConfig)
+    backend: BackendConfig | None = None
 
 
 # --------------------------------------------------------------------------------------------- parsing

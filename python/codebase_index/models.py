@@ -68,3 +68,4 @@ class SearchResult(msgspec.Struct):
     chunk: int
     preview: str
     content: str | None = None
+    repo: str | None = None  # set by multi-repository searches: which repository the chunk is from

@@ -342,6 +342,7 @@ class Engine:
                 report.graph_errors += extracted.errors
         if report.files_changed or report.files_removed:
             self.maybe_gc()
+        self._register(report.branch)
         provider = self.embedding_provider() if force else None
         if provider is not None:
             old = self.store.get_meta(META_MODEL)
@@ -349,6 +350,16 @@ class Engine:
             if old and old != provider.model_id:
                 AnnIndex.remove(self.index_dir, old)
         return report
+
+    def _register(self, branch: str) -> None:
+        """List this project in the registry of indexed repositories (`repos`); a registry that cannot
+        be written costs multi-repository search this entry, never the index run."""
+        from . import repos
+
+        try:
+            repos.register(self.root, self.index_dir, branch)
+        except OSError as exc:
+            log.warning("could not record %s in the repository registry: %s", self.root, exc)
 
     def indexer(self, root: Path) -> Indexer:
         """The indexer of the project or of one knowledge base, kept so no-change runs stay stat-only."""

@@ -1,0 +1,118 @@
+"""Search across repositories on any backend: parse the query once, take the backend's fused candidates,
+rank them with the code-aware ranker on their payloads, format them as single-repository results are,
+each labelled with its repository.
+
+Scores are comparable across repositories because the candidates are scored as ONE corpus: keyword
+scores with the IDF of the union of the searched repositories (`sparse`), vector scores as cosines of
+one model, fused by reciprocal rank, then reranked together; the final scores are the ranker's, scaled
+to the best result of the answer (1.0), as in a single-repository search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..config import Config
+from ..models import SearchResult
+from ..search import Filters, preview
+from .base import Candidates, ChunkPayload, EmbedQuery, QueryInput, RepoInfo, SearchBackend
+
+# Candidates each retriever hands to fusion, at least (as `service.CANDIDATE_POOL`).
+CANDIDATE_POOL = 50
+
+
+def parse_query(text: str, config: Config) -> QueryInput:
+    """The query's distinct keyword terms (`rerank.keyword_query`, weights of repeats summed)."""
+    from ..rerank import keyword_query
+
+    terms, weights = keyword_query(text)
+    merged: dict[str, float] = {}
+    for term, weight in zip(terms, weights, strict=True):
+        merged[term] = merged.get(term, 0.0) + float(weight)
+    return QueryInput(text, tuple(merged), tuple(merged.values()), config.search.rrf_k)
+
+
+def fuse_lists(
+    keyword: Sequence[tuple[ChunkPayload, float]], semantic: Sequence[tuple[ChunkPayload, float]], k: int
+) -> list[tuple[ChunkPayload, float]]:
+    """Reciprocal-rank fusion as Qdrant computes it (`1 / (k + rank)`, rank from 0, summed over the
+    lists), best first, ties by point id.
+
+    >>> a = ChunkPayload("r", "a.py", 1, 2, "function", "a", "python", "h1", "")
+    >>> b = ChunkPayload("r", "b.py", 1, 2, "function", "b", "python", "h2", "")
+    >>> [(c.path, round(s, 3)) for c, s in fuse_lists([(a, 3.0), (b, 1.0)], [(b, 0.9)], 2)]
+    [('b.py', 0.833), ('a.py', 0.5)]
+    """
+    fused: dict[str, float] = {}
+    payloads: dict[str, ChunkPayload] = {}
+    for ranking in (keyword, semantic):
+        for rank, (payload, _) in enumerate(ranking):
+            pid = payload.point_id
+            payloads.setdefault(pid, payload)
+            fused[pid] = fused.get(pid, 0.0) + 1.0 / (k + rank)
+    order = sorted(fused, key=lambda pid: (-fused[pid], pid))
+    return [(payloads[pid], fused[pid]) for pid in order]
+
+
+def rank_candidates(text: str, candidates: Candidates) -> list[tuple[ChunkPayload, float]]:
+    """The code-aware rerank (`rerank.rank`: definitions, paths, file kinds, coherence, file mass,
+    repeat decay) over the fused candidates. A file is named `repo/path`, so two repositories' files
+    never merge and a query naming a repository leans to it; the layout signals (superseded copies,
+    private modules, path-stem rarity) come from the candidates' paths."""
+    from ..rerank import Candidate, path_stem_weights, profile_query, rank, shadowed_private, superseded_dirs
+
+    chunks = candidates.chunks
+    if not chunks:
+        return []
+    names = [f"{c.repo}/{c.path}" for c, _ in chunks]
+    files = list(dict.fromkeys(names))
+    old = tuple(sorted(superseded_dirs(files)))
+    shadowed = shadowed_private(files)
+    ranked = rank(
+        (
+            Candidate(n, name, c.symbol, c.kind, score, bool(old) and name.startswith(old), name in shadowed)
+            for n, ((c, score), name) in enumerate(zip(chunks, names, strict=True))
+        ),
+        profile_query(text),
+        None,
+        path_stem_weights(files),
+    )
+    top = ranked[0].score if ranked and ranked[0].score > 0 else 1.0
+    return [(chunks[r.doc][0], r.score / top) for r in ranked]
+
+
+def results(ranked: Sequence[tuple[ChunkPayload, float]]) -> list[SearchResult]:
+    return [
+        SearchResult(
+            id=c.chunk_id,
+            score=round(score, 6),
+            path=c.path,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            kind=c.kind,
+            symbol=c.symbol,
+            language=c.language,
+            chunk=0,
+            preview=preview(c.text),
+            content=c.text,
+            repo=c.repo,
+        )
+        for c, score in ranked
+    ]
+
+
+def search(
+    backend: SearchBackend,
+    text: str,
+    repos: Sequence[RepoInfo],
+    config: Config,
+    embed: EmbedQuery,
+    *,
+    top_k: int = 10,
+    filters: Filters | None = None,
+) -> tuple[list[SearchResult], str, str | None]:
+    """(results, strategy, notice) of one query over `repos` on `backend`."""
+    query = parse_query(text, config)
+    pool = max(CANDIDATE_POOL, top_k * 3)
+    found = backend.candidates(query, repos, filters or Filters(), pool, embed)
+    return results(rank_candidates(text, found)[:top_k]), found.strategy, found.notice
