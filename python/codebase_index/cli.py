@@ -164,15 +164,52 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise CliError("the search query is empty")
     if args.top < 1:
         raise CliError("--top must be at least 1")
+    filters = Filters(file_type=args.file_type, directory=args.directory, kind=args.kind)
+    if _multi_repo(args):
+        return _print_results(args, _search_repos(args, query, filters), query)
     engine = _engine(args)
     try:
         if not engine.has_index():
             engine.index(progress=Progress(sys.stderr, enabled=not args.json))
-        filters = Filters(file_type=args.file_type, directory=args.directory, kind=args.kind)
         response = engine.search(query, top_k=args.top, filters=filters, mode=args.mode)
     finally:
         engine.close()
     return _print_results(args, response, query)
+
+
+def _multi_repo(args: argparse.Namespace) -> bool:
+    """Whether a search spans repositories or goes to the shared backend: asked for, or a backend is
+    configured and this project has no local index (a read-only client of the team's collection)."""
+    if args.repo or args.all_repos or args.backend:
+        return True
+    if getattr(args, "index_dir", None):
+        return False
+    from .config import index_dir, load_config
+
+    root = _root(args)
+    config = load_config(root)
+    return config.backend is not None and not (index_dir(root, config) / "codebase.db").is_file()
+
+
+def _search_repos(args: argparse.Namespace, query: str, filters: Filters) -> SearchResponse:
+    from . import multirepo
+    from .backends.base import BackendError
+    from .repos import RegistryError
+
+    if args.mode not in (None, "hybrid"):
+        raise CliError("--mode keyword/semantic applies to one repository; multi-repository search is hybrid")
+    try:
+        return multirepo.search(
+            _root(args),
+            query,
+            repos=args.repo or (),
+            all_repos=args.all_repos,
+            use_backend=True if args.backend else None,
+            top_k=args.top,
+            filters=filters,
+        )
+    except (BackendError, RegistryError) as exc:
+        raise CliError(str(exc)) from exc
 
 
 def _print_results(args: argparse.Namespace, response: SearchResponse, query: str) -> int:
@@ -180,6 +217,8 @@ def _print_results(args: argparse.Namespace, response: SearchResponse, query: st
         payload = msgspec.to_builtins(response)
         for result in payload["results"]:
             result.pop("content", None)
+            if result.get("repo") is None:
+                result.pop("repo", None)
         sys.stdout.write(msgspec.json.encode(payload).decode() + "\n")
         return EXIT_OK
     if response.note:
@@ -189,10 +228,11 @@ def _print_results(args: argparse.Namespace, response: SearchResponse, query: st
         return EXIT_OK
     for result in response.results:
         label = f"{result.kind} {result.symbol}".strip()
+        where = f"[{result.repo}] " if result.repo else ""
         if getattr(args, "peek", False):
-            print(f"{result.path}:{result.start_line}-{result.end_line}  {label}")
+            print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}")
             continue
-        print(f"{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
+        print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
         lines = (result.content or "").splitlines()
         for line in lines[: args.lines]:
             print(f"    {line}")
@@ -334,6 +374,90 @@ def cmd_kb(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_repos(args: argparse.Namespace) -> int:
+    from . import multirepo
+    from .backends.base import BackendError
+    from .repos import list_repos
+
+    if args.backend:
+        from .config import load_config
+
+        try:
+            backend = multirepo.connect_backend(load_config(_root(args)), args.backend_url)
+            try:
+                published = backend.repos()
+            finally:
+                backend.close()
+        except BackendError as exc:
+            raise CliError(str(exc)) from exc
+        if args.json:
+            sys.stdout.write(msgspec.json.encode(published).decode() + "\n")
+            return EXIT_OK
+        print(f"{backend.collection} at {backend.location}:")
+        for r in published:
+            print(f"  {r.name:<24} {r.branch:<16} {r.chunks} chunks  {r.model or 'no vectors'}")
+        if not published:
+            print("  (nothing published yet: `codebase-index publish`)")
+        return EXIT_OK
+    entries = list_repos()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(entries).decode() + "\n")
+        return EXIT_OK
+    if not entries:
+        print("no indexed repositories yet (run `codebase-index index` in each one)")
+    for e in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.indexed_at))
+        print(f"{e.name:<24} {e.root}  (branch {e.branch}, indexed {when})")
+    return EXIT_OK
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from . import multirepo
+    from .backends.base import BackendError
+    from .backends.publish import publish
+
+    engine = _engine(args)
+    try:
+        backend = multirepo.connect_backend(engine.config, args.to, args.collection)
+        try:
+            report = publish(
+                engine,
+                backend,
+                args.name or engine.root.name,
+                progress=Progress(sys.stderr, enabled=not args.json),
+            )
+        finally:
+            backend.close()
+    except BackendError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+        return EXIT_OK
+    print(
+        f"published {report.repo}@{report.branch} to {report.collection} at {report.target}: "
+        f"{report.chunks} chunks, {report.sent} sent, {report.linked} already there (branch added), "
+        f"{report.unchanged} unchanged, {report.deleted} deleted, {report.unlinked} unlinked"
+        + (f", {report.without_vector} without a vector" if report.without_vector else "")
+        + f" in {report.seconds:.2f}s"
+    )
+    return EXIT_OK
+
+
+def _add_repo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--repo",
+        action="append",
+        metavar="NAME",
+        help="search this indexed repository (repeatable; see `repos list`)",
+    )
+    p.add_argument("--all-repos", action="store_true", help="search every indexed repository")
+    p.add_argument(
+        "--backend", action="store_true", help="answer from the configured shared backend (Qdrant)"
+    )
+
+
 def _add_root_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", help="project root")
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
@@ -376,6 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_filter_arguments(p)
     p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
+    _add_repo_arguments(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("peek", help="search, printing locations only")
@@ -385,6 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default=None, help="retrieval mode")
     _add_filter_arguments(p)
+    _add_repo_arguments(p)
     p.set_defaults(func=cmd_peek, lines=0)
 
     p = sub.add_parser("similar", help="code similar in meaning to a snippet or to the chunk at PATH:LINE")
@@ -422,6 +548,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_root_arguments(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_kb)
+
+    p = sub.add_parser("repos", help="repositories indexed on this machine (or published to the backend)")
+    p.add_argument("action", choices=["list"])
+    _add_root_arguments(p)
+    p.add_argument("--backend", action="store_true", help="list what the configured shared backend holds")
+    p.add_argument("--backend-url", help="instead of the configured backend: qdrant://HOST:PORT[/collection]")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_repos)
+
+    p = sub.add_parser("publish", help="send this index to a shared Qdrant collection (incremental)")
+    p.add_argument("path", nargs="?", help="project root")
+    _add_root_arguments(p)
+    p.add_argument(
+        "--to",
+        metavar="URL",
+        help="qdrant://HOST:PORT[/collection] or qdrant+local://PATH[#collection] (default: config backend)",
+    )
+    p.add_argument("--collection", help="collection name (overrides the URL and the config)")
+    p.add_argument("--name", help="repository name in the collection (default: the root folder's name)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_publish)
 
     from .context.cli import add_context_parsers
     from .graph.cli import add_graph_parsers

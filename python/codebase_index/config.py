@@ -146,7 +146,10 @@ class BackendConfig(_Section, frozen=True):
 
     url: Annotated[
         str,
-        _m("qdrant://HOST:PORT, http(s)://HOST:PORT, or qdrant+local://PATH for an embedded store", min_length=1),
+        _m(
+            "qdrant://HOST:PORT, http(s)://HOST:PORT, or qdrant+local://PATH for an embedded store",
+            min_length=1,
+        ),
     ]
     kind: Annotated[Literal["qdrant"], _m("The backend's engine")] = "qdrant"
     api_key: Annotated[str | None, _m('API key of the server; use "{env:VAR}"')] = None

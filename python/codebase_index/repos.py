@@ -127,8 +127,8 @@ def engine_for(repo: RepoInfo | RepoEntry) -> Engine:
     """An engine over a registered repository's index, with that repository's own configuration."""
     from .service import Engine
 
-    entry = repo if isinstance(repo, RepoEntry) else next(
-        (e for e in list_repos() if e.name == repo.name), None
+    entry = (
+        repo if isinstance(repo, RepoEntry) else next((e for e in list_repos() if e.name == repo.name), None)
     )
     if entry is None:
         raise RegistryError(f"no indexed repository named {repo.name!r}")

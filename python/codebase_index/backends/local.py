@@ -156,7 +156,9 @@ class LocalBackend:
         out = []
         for name, engine in self.engines.items():
             counts = engine.store.counts(engine.branch()) if engine.has_index() else {"chunks": 0}
-            out.append(RepoInfo(name=name, branch=engine.branch(), chunks=counts["chunks"], root=str(engine.root)))
+            out.append(
+                RepoInfo(name=name, branch=engine.branch(), chunks=counts["chunks"], root=str(engine.root))
+            )
         return out
 
     def model_id(self) -> str | None:

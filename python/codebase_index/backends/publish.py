@@ -83,7 +83,9 @@ def publish(
         wanted.setdefault(point_id(repo, r[1], r[3], r[10]), r)
     existing = backend.branch_map(repo)
     to_send = [pid for pid in wanted if pid not in existing]
-    to_link = [(pid, [*existing[pid], branch]) for pid in wanted if pid in existing and branch not in existing[pid]]
+    to_link = [
+        (pid, [*existing[pid], branch]) for pid in wanted if pid in existing and branch not in existing[pid]
+    ]
     stale = [(pid, b) for pid, b in existing.items() if branch in b and pid not in wanted]
     to_delete = [pid for pid, b in stale if set(b) == {branch}]
     to_unlink = [(pid, [x for x in b if x != branch]) for pid, b in stale if set(b) != {branch}]
@@ -141,7 +143,9 @@ def _texts(engine: Engine, ids: Sequence[int]) -> dict[int, str]:
     return dict(engine.store.conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", list(ids)))
 
 
-def _vectors(engine: Engine, batch: Sequence[tuple], model: str | None, dims: int | None) -> list[np.ndarray | None]:
+def _vectors(
+    engine: Engine, batch: Sequence[tuple], model: str | None, dims: int | None
+) -> list[np.ndarray | None]:
     """The stored vector of each row (by its embedding key), None where the chunk has none."""
     if model is None or dims is None:
         return [None] * len(batch)

@@ -15,6 +15,7 @@ queries: qdrant/qdrant-client#1372); repository and branch are filtered as one `
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -91,7 +92,9 @@ class QdrantBackend:
         try:
             from qdrant_client import QdrantClient
         except ImportError as exc:  # pragma: no cover - a dependency of the package
-            raise BackendError("qdrant-client is not installed (pip install qdrant-client)") from exc
+            raise BackendError(
+                "qdrant-client is not installed: pip install 'codebase-index[qdrant]' (or qdrant-client)"
+            ) from exc
         kwargs, location, name = parse_target(url, collection)
         try:
             if "path" in kwargs:
@@ -126,7 +129,8 @@ class QdrantBackend:
         if self.exists():
             info = self._call("collection info", self.client.get_collection, self.collection)
             vectors = info.config.params.vectors
-            have = vectors.get(DENSE).size if isinstance(vectors, dict) and DENSE in vectors else None
+            params = vectors.get(DENSE) if isinstance(vectors, dict) else None
+            have = params.size if params is not None else None
             if dimensions is not None and have is not None and have != dimensions:
                 raise BackendError(
                     f"collection {self.collection!r} holds {have}-dimensional vectors; this index has "
@@ -208,8 +212,12 @@ class QdrantBackend:
             if offset is None:
                 return out
 
-    def upsert(self, chunks: Sequence[ChunkPayload], vectors: Sequence[np.ndarray | None],
-               sparse_vectors: Sequence[tuple[list[int], list[float]]]) -> None:
+    def upsert(
+        self,
+        chunks: Sequence[ChunkPayload],
+        vectors: Sequence[np.ndarray | None],
+        sparse_vectors: Sequence[tuple[list[int], list[float]]],
+    ) -> None:
         from qdrant_client import models
 
         points = []
@@ -237,8 +245,8 @@ class QdrantBackend:
 
     def set_branches(self, updates: Iterable[tuple[str, list[str]]]) -> None:
         by_value: dict[tuple[str, ...], list[str]] = {}
-        for pid, branches in updates:
-            by_value.setdefault(tuple(sorted(branches)), []).append(pid)
+        for pid, names in updates:
+            by_value.setdefault(tuple(sorted(names)), []).append(pid)
         for branches, ids in by_value.items():
             self._call(
                 "set payload",
@@ -254,7 +262,11 @@ class QdrantBackend:
 
         if ids:
             self._call(
-                "delete", self.client.delete, self.collection, models.PointIdsList(points=list(ids)), wait=True
+                "delete",
+                self.client.delete,
+                self.collection,
+                models.PointIdsList(points=list(ids)),
+                wait=True,
             )
 
     def count(self) -> int:
@@ -268,14 +280,16 @@ class QdrantBackend:
         def match(key: str, value: str) -> Any:
             return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
-        must = []
+        must: list[Any] = []
         if filters.file_type:
             must.append(match("ext", "." + filters.file_type.lstrip(".").lower()))
         if filters.directory and (prefix := normalize_directory(filters.directory)):
             must.append(match("dirs", prefix))
         if filters.kind:
             must.append(match("kind", filters.kind))
-        should = [models.Filter(must=[match("repo", r.name), match("branches", r.branch)]) for r in repos]
+        should: list[Any] = [
+            models.Filter(must=[match("repo", r.name), match("branches", r.branch)]) for r in repos
+        ]
         return models.Filter(must=must or None, should=should or None)
 
     def candidates(
@@ -286,7 +300,9 @@ class QdrantBackend:
         if not repos:
             return Candidates([], "hybrid")
         if not self.exists():
-            raise BackendError(f"qdrant at {self.location}: no collection {self.collection!r} (publish first)")
+            raise BackendError(
+                f"qdrant at {self.location}: no collection {self.collection!r} (publish first)"
+            )
         flt = self._filter(repos, filters)
         weights: dict[int, float] = {}
         for term, weight in zip(query.terms, query.weights, strict=True):
@@ -301,9 +317,14 @@ class QdrantBackend:
         model = next(iter(models_held), None)
         dense = embed(model) if model else None
         if len(models_held) > 1:
-            notice, dense = f"vector search skipped: the repositories hold vectors of {sorted(models_held)}", None
+            notice, dense = (
+                f"vector search skipped: the repositories hold vectors of {sorted(models_held)}",
+                None,
+            )
         elif dense is None:
-            notice = f"vector search skipped: no embedding provider for {model or 'the collection (no vectors)'}"
+            notice = (
+                f"vector search skipped: no embedding provider for {model or 'the collection (no vectors)'}"
+            )
         else:
             prefetch.append(models.Prefetch(query=dense.tolist(), using=DENSE, limit=pool, filter=flt))
         if not prefetch:
@@ -341,10 +362,8 @@ class QdrantBackend:
         return Candidates(chunks, "hybrid" if dense is not None else "keyword-fallback", notice)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # closing a dead connection must not hide the real error
             self.client.close()
-        except Exception:  # closing a dead connection must not hide the real error
-            pass
 
 
 def _reason(exc: BaseException) -> str:

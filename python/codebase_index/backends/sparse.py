@@ -55,9 +55,9 @@ def union_idf(n_docs: int, df: int) -> float:
     return math.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
-def sparse_vector(term_ids: np.ndarray, tfs: np.ndarray, length: float, hashes: np.ndarray) -> tuple[
-    list[int], list[float]
-]:
+def sparse_vector(
+    term_ids: np.ndarray, tfs: np.ndarray, length: float, hashes: np.ndarray
+) -> tuple[list[int], list[float]]:
     """(indices, values) of a chunk for Qdrant: local term ids mapped through `hashes` (term id -> index),
     the rare hash collision inside one chunk summed into one dimension."""
     values = tf_weights(tfs, length)
