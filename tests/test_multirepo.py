@@ -127,7 +127,7 @@ def local_search(root: Path, query: str) -> list[dict]:
 
 
 def test_registry_lists_every_indexed_repository(two_repos: tuple[Path, Path]) -> None:
-    alpha, beta = two_repos
+    alpha, _ = two_repos
     assert [(e.name, e.root) for e in repos.list_repos()] == [
         ("alpha", str(alpha.resolve())),
         ("beta", str(beta.resolve())),
@@ -158,7 +158,7 @@ def test_all_repos_search_finds_a_symbol_of_another_repository(two_repos: tuple[
 def test_published_collection_answers_like_the_local_indexes(
     two_repos: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    alpha, beta = two_repos
+    alpha, _ = two_repos
     store = tmp_path / "qdrant-store"
     for root in two_repos:
         proc = cli("publish", "--to", f"qdrant+local://{store}#team", "--json", "--root", str(root))
@@ -234,7 +234,7 @@ def test_republishing_sends_only_the_changed_file(two_repos: tuple[Path, Path], 
 
 
 def test_branches_are_filtered_like_local_search(two_repos: tuple[Path, Path], tmp_path: Path) -> None:
-    alpha, beta = two_repos
+    alpha, _ = two_repos
     backend = QdrantBackend.connect(f"qdrant+local://{tmp_path / 'store'}")
     config = Config()
     try:
