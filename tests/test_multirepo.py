@@ -127,7 +127,7 @@ def local_search(root: Path, query: str) -> list[dict]:
 
 
 def test_registry_lists_every_indexed_repository(two_repos: tuple[Path, Path]) -> None:
-    alpha, _ = two_repos
+    alpha, beta = two_repos
     assert [(e.name, e.root) for e in repos.list_repos()] == [
         ("alpha", str(alpha.resolve())),
         ("beta", str(beta.resolve())),
