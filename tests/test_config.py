@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 from codebase_index.config import (
+    BackendConfig,
     Config,
     ConfigError,
     CustomProviderConfig,
@@ -312,7 +313,9 @@ def test_config_reference_covers_every_field_with_meaning_and_valid_default() ->
         for p in parents:
             node = node.setdefault(p, {})  # type: ignore[assignment]
         node[leaf] = json.loads(default)
-    assert msgspec.convert(nested, Config) == Config(custom_provider=CustomProviderConfig())
+    assert msgspec.convert(nested, Config) == Config(
+        custom_provider=CustomProviderConfig(), backend=BackendConfig()
+    )
 
 
 def test_debug_section_sets_the_log_level(tmp_path: Path) -> None:

@@ -305,3 +305,24 @@ def test_local_backend_scores_one_corpus(two_repos: tuple[Path, Path]) -> None:
         assert all(s > 0 for _, s in kw) and [s for _, s in kw] == sorted((s for _, s in kw), reverse=True)
     finally:
         backend.close()
+
+
+def test_search_and_peek_tools_take_repos(two_repos: tuple[Path, Path]) -> None:
+    from codebase_index import tools
+
+    alpha, _ = two_repos
+    rt = tools.Runtime(alpha)
+    try:
+        found = tools.call(rt, "codebase_search", {"query": "refreshToken", "repos": ["*"], "limit": 3})
+        assert found.text.startswith("[beta] auth/tokens.ts:1-4")
+        first = tools.msgspec.to_builtins(found.data["results"][0])
+        assert first["repo"] == "beta" and first["symbol"] == "refreshToken"
+        peek = tools.call(rt, "codebase_peek", {"query": "validate_payment", "repos": [".", "beta"]})
+        assert peek.text.splitlines()[0].startswith("[alpha] billing/payments.py")
+        assert {tools.msgspec.to_builtins(h)["repo"] for h in peek.data["results"]} == {"alpha", "beta"}
+        with pytest.raises(tools.InvalidParams, match="no indexed repository named 'gamma'"):
+            tools.call(rt, "codebase_search", {"query": "x", "repos": ["gamma"]})
+        plain = tools.call(rt, "codebase_search", {"query": "refreshToken"})
+        assert "repo" not in tools.msgspec.to_builtins(plain.data["results"][0])
+    finally:
+        rt.close()

@@ -76,6 +76,7 @@ def test_emit_json_is_the_same_schema_everyone_uses() -> None:
         "mode",
         "changedSince",
         "changedBefore",
+        "repos",
     }
     assert search["inputSchema"]["required"] == ["query"]
     assert props["fileType"] == {

@@ -144,14 +144,10 @@ def effective_log_level(config: Config) -> str:
 class BackendConfig(_Section, frozen=True):
     """A shared search backend (a Qdrant collection that `codebase-index publish` fills)."""
 
-    url: Annotated[
-        str,
-        _m(
-            "qdrant://HOST:PORT, http(s)://HOST:PORT, or qdrant+local://PATH for an embedded store",
-            min_length=1,
-        ),
-    ]
     kind: Annotated[Literal["qdrant"], _m("The backend's engine")] = "qdrant"
+    url: Annotated[
+        str, _m("qdrant://HOST:PORT[/collection], http(s)://HOST:PORT, or qdrant+local://PATH (embedded)")
+    ] = ""
     api_key: Annotated[str | None, _m('API key of the server; use "{env:VAR}"')] = None
     collection: Annotated[
         str | None, _m("Collection of the organisation or workspace (default: from url, else codebase)")
@@ -423,6 +419,8 @@ def _check_combination(config: Config, where: str) -> None:
                 f'{where}: embeddingProvider is "custom" but {", ".join(missing)} '
                 f"{'is' if len(missing) == 1 else 'are'} not set"
             )
+    if config.backend is not None and not config.backend.url:
+        raise ConfigError(f"{where}: backend.url is not set (qdrant://HOST:PORT or qdrant+local://PATH)")
     if config.reranker.enabled and config.reranker.provider == "custom" and not config.reranker.base_url:
         raise ConfigError(f'{where}: reranker.provider is "custom" but reranker.baseUrl is not set')
 

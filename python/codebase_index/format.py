@@ -23,7 +23,8 @@ NO_RESULTS = (
 def header(result: SearchResult) -> str:
     """`src/a.py:10-24  function parse  (3.142)`."""
     label = f"{result.kind} {result.symbol}".strip()
-    return f"{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})"
+    where = f"[{result.repo}] " if result.repo else ""  # multi-repository results name their repository
+    return f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})"
 
 
 def _clip(line: str) -> str:
@@ -46,7 +47,7 @@ def _read_lines(path: Path) -> list[str] | None:
 
 def code_block(result: SearchResult, *, root: Path, context_lines: int = 0) -> list[str]:
     """The result's code; with `context_lines`, numbered lines from the file as it is now on disk."""
-    if context_lines > 0:
+    if context_lines > 0 and result.repo is None:  # another repository's files are not under `root`
         lines = _read_lines(root / result.path)
         if lines is not None and result.start_line <= len(lines):
             first = max(1, result.start_line - context_lines)

@@ -34,6 +34,7 @@ from .git import current_branch
 from .models import ChunkKind
 
 if TYPE_CHECKING:
+    from .backends.local import LocalBackend
     from .service import Engine
     from .watcher import Watcher
 
@@ -105,6 +106,15 @@ _Directory = Annotated[
     str, msgspec.Meta(description="Only files under this directory, relative to the root.")
 ]
 _ChunkType = Annotated[ChunkKind, msgspec.Meta(description="Only chunks of this kind.")]
+_Repos = Annotated[
+    list[Annotated[str, msgspec.Meta(min_length=1)]],
+    msgspec.Meta(
+        min_length=1,
+        max_length=50,
+        description="Search these indexed repositories together, one ranking, each result labelled with its "
+        "repository: names from `codebase-index repos list`, '.' for this one, '*' for all.",
+    ),
+]
 
 
 class _Params(msgspec.Struct, rename="camel", forbid_unknown_fields=True, kw_only=True):
@@ -160,6 +170,7 @@ class SearchParams(_Params):
     ) = None
     changed_since: _ChangedSince | None = None
     changed_before: _ChangedBefore | None = None
+    repos: _Repos | None = None
 
 
 class PeekParams(_Params):
@@ -172,6 +183,7 @@ class PeekParams(_Params):
     chunk_type: _ChunkType | None = None
     changed_since: _ChangedSince | None = None
     changed_before: _ChangedBefore | None = None
+    repos: _Repos | None = None
 
 
 class SimilarParams(_Params):
@@ -359,6 +371,12 @@ class Hit(msgspec.Struct, rename="camel"):
     content: str | None = None
 
 
+class RepoHit(Hit, rename="camel"):
+    """A multi-repository result: a hit and the repository it is from."""
+
+    repo: str = ""
+
+
 class IndexSummary(msgspec.Struct, rename="camel"):
     """The index state as `initialize` reports it, read without loading the engine."""
 
@@ -528,6 +546,7 @@ class Runtime:
         self._embed_again = threading.Event()
         self.last_embed_error: str | None = None
         self._savings: Any = None
+        self._repos: LocalBackend | None = None
 
     @property
     def savings(self) -> Any:
@@ -639,6 +658,31 @@ class Runtime:
                 self._writer = self._make_engine()
             return self._writer
 
+    def repo_backend(self) -> LocalBackend:
+        """The multi-repository backend of this runtime, kept so other repositories' snapshots are
+        built once; this project's engine is the reader."""
+        from .backends.local import LocalBackend
+        from .repos import RegistryError, resolve
+
+        if self._repos is None:
+            self._repos = LocalBackend({})
+        with contextlib.suppress(RegistryError):
+            own = resolve(["."], current=self.root)[0].name
+            self._repos.engines.setdefault(own, self.reader())
+        return self._repos
+
+    def backend_only(self) -> bool:
+        """A read-only client of a shared backend: `backend` configured, no local index."""
+        if self.config_error:
+            return False
+        from .config import load_config
+
+        try:
+            config = load_config(self.root)
+        except Exception:
+            return False
+        return config.backend is not None and not (self.index_dir / "codebase.db").exists()
+
     def engine_loaded(self) -> bool:
         return self._reader is not None
 
@@ -722,11 +766,13 @@ class Runtime:
         self.stop_watcher()
         self.stop_embedding()
         with self._engines_lock:
-            for engine in (self._reader, self._writer):
+            others = list(self._repos.engines.values()) if self._repos is not None else []
+            for engine in (self._reader, self._writer, *others):
                 if engine is not None:
                     with contextlib.suppress(Exception):
                         engine.close()
             self._reader = self._writer = None
+            self._repos = None
 
 
 def light_summary(root: Path, index_dir: Path) -> IndexSummary:
@@ -788,10 +834,23 @@ def _time_filter(rt: Runtime, changed_since: str | None, changed_before: str | N
 
 
 def _run_search(
-    rt: Runtime, query: str, limit: int, filters: Any, mode: str | None, allow: Any = None
+    rt: Runtime,
+    query: str,
+    limit: int,
+    filters: Any,
+    mode: str | None,
+    allow: Any = None,
+    repos: Sequence[str] | None = None,
 ) -> Any:
     if not query.strip():
         raise InvalidParams("invalid params: `query` is empty")
+    if repos or rt.backend_only():
+        if allow is not None:
+            raise InvalidParams(
+                "invalid params: `changedSince`/`changedBefore` read this repository's git history; "
+                "they do not combine with `repos`"
+            )
+        return _search_repos(rt, query, limit, filters, mode, repos or ())
     depth = limit if allow is None else min(500, limit * TIME_FILTER_DEPTH)
     with rt.read_lock:
         engine = rt.reader()
@@ -808,9 +867,31 @@ def _run_search(
     return response
 
 
+def _search_repos(
+    rt: Runtime, query: str, limit: int, filters: Any, mode: str | None, repos: Sequence[str]
+) -> Any:
+    """Several repositories (local indexes from the registry), or the shared backend when this project
+    has only `backend` configured; `repos` empty means this one."""
+    from . import multirepo
+    from .backends.base import BackendError
+    from .repos import RegistryError
+
+    if mode not in (None, "hybrid"):
+        raise InvalidParams("invalid params: `mode`: a multi-repository search is hybrid")
+    with rt.read_lock:
+        try:
+            return multirepo.search(
+                rt.root, query, repos=repos, top_k=limit, filters=filters, local=rt.repo_backend()
+            )
+        except RegistryError as exc:
+            raise InvalidParams(f"invalid params: `repos`: {exc}") from exc
+        except BackendError as exc:
+            raise ToolError(f"shared backend: {exc}") from exc
+
+
 def _hits(results: Sequence[Any], *, content: bool) -> list[Hit]:
     return [
-        Hit(
+        (RepoHit if r.repo else Hit)(
             path=r.path,
             start_line=r.start_line,
             end_line=r.end_line,
@@ -820,6 +901,7 @@ def _hits(results: Sequence[Any], *, content: bool) -> list[Hit]:
             score=r.score,
             id=r.id,
             content=r.content if content else None,
+            **({"repo": r.repo} if r.repo else {}),
         )
         for r in results
     ]
@@ -834,7 +916,7 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
     context_lines = p.context_lines if p.context_lines is not None else defaults.context_lines
     allow = _time_filter(rt, p.changed_since, p.changed_before)
     filters = _filters(p.file_type, p.directory, p.chunk_type)
-    response = _run_search(rt, p.query, limit, filters, p.mode, allow)
+    response = _run_search(rt, p.query, limit, filters, p.mode, allow, p.repos)
     results = [r for r in response.results if r.score >= min_score]
     call.check_cancelled()
     if defaults.include_context:
@@ -859,7 +941,7 @@ def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
 
     allow = _time_filter(rt, p.changed_since, p.changed_before)
     filters = _filters(p.file_type, p.directory, p.chunk_type)
-    response = _run_search(rt, p.query, p.limit, filters, None, allow)
+    response = _run_search(rt, p.query, p.limit, filters, None, allow, p.repos)
     call.check_cancelled()
     data = {
         "query": p.query,
@@ -1547,6 +1629,13 @@ def _zod(prop: dict[str, Any], required: bool) -> str:
         expr = "z.number()"
     elif prop.get("type") == "boolean":
         expr = "z.boolean()"
+    elif prop.get("type") == "array":
+        item = _zod({k: v for k, v in prop["items"].items() if k != "description"}, True)
+        expr = f"z.array({item})"
+        if "minItems" in prop:
+            expr += f".min({prop['minItems']})"
+        if "maxItems" in prop:
+            expr += f".max({prop['maxItems']})"
     else:
         raise ValueError(f"no zod mapping for schema {prop!r}")
     if prop.get("type") in ("integer", "number"):

@@ -84,6 +84,16 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
           "description": "Only code unchanged since this commit or date (git blame: older code only).",
           "type": "string",
           "minLength": 1
+        },
+        "repos": {
+          "description": "Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all.",
+          "type": "array",
+          "items": {
+            "type": "string",
+            "minLength": 1
+          },
+          "maxItems": 50,
+          "minItems": 1
         }
       },
       "required": [
@@ -215,6 +225,16 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
           "description": "Only code unchanged since this commit or date (git blame: older code only).",
           "type": "string",
           "minLength": 1
+        },
+        "repos": {
+          "description": "Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all.",
+          "type": "array",
+          "items": {
+            "type": "string",
+            "minLength": 1
+          },
+          "maxItems": 50,
+          "minItems": 1
         }
       },
       "required": [
@@ -524,6 +544,7 @@ export function toolArgs(z: Z) {
       mode: z.enum(["hybrid", "keyword", "semantic"]).optional().describe("Retrieval strategy (default: the best available)."),
       changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
       changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
+      repos: z.array(z.string().min(1)).min(1).max(50).optional().describe("Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all."),
     },
     codebase_context: {
       query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
@@ -545,6 +566,7 @@ export function toolArgs(z: Z) {
       chunkType: z.enum(["block", "class", "enum", "function", "impl", "interface", "method", "module", "section", "struct", "trait", "type"]).optional().describe("Only chunks of this kind."),
       changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
       changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
+      repos: z.array(z.string().min(1)).min(1).max(50).optional().describe("Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all."),
     },
     find_similar: {
       snippet: z.string().min(1).optional().describe("A code snippet to find look-alikes of."),
