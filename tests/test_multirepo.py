@@ -326,3 +326,21 @@ def test_search_and_peek_tools_take_repos(two_repos: tuple[Path, Path]) -> None:
         assert "repo" not in tools.msgspec.to_builtins(plain.data["results"][0])
     finally:
         rt.close()
+
+
+def test_context_tool_takes_repos(two_repos: tuple[Path, Path]) -> None:
+    from codebase_index import tools
+
+    alpha, _ = two_repos
+    rt = tools.Runtime(alpha)
+    try:
+        pack = tools.call(rt, "codebase_context", {"query": "renew an expired oauth token", "repos": ["*"]})
+        paths = [item["path"] for item in pack.data["items"]]
+        assert (
+            "[beta] auth/tokens.ts" in paths
+        )  # another repository's evidence, labelled, from its chunk text
+        assert "return session.renew();" in pack.text
+        own = tools.call(rt, "codebase_context", {"query": "renew an expired oauth token"})
+        assert not any(item["path"].startswith("[") for item in own.data["items"])
+    finally:
+        rt.close()

@@ -112,19 +112,21 @@ def search(
     embed = query_embedder(config, query)
     notice = None
     if use_backend:
-        backend = connect_backend(config)
+        backend = None
         try:
+            backend = connect_backend(config)
             chosen = backend_repos(backend, [] if all_repos else repos, root)
             found, strategy, notice = federated.search(
                 backend, query, chosen, config, embed, top_k=top_k, filters=filters
             )
             return SearchResponse(query, strategy, top_k, found, notice)
         except BackendError as exc:
-            if not registry.list_repos():
+            if config.backend is None or not registry.list_repos():
                 raise
             notice = f"shared backend failed ({exc}); answered from the local indexes"
         finally:
-            backend.close()
+            if backend is not None:
+                backend.close()
     entries = registry.resolve(repos, all_repos=all_repos, current=root) if (repos or all_repos) else []
     if not entries:
         entries = registry.resolve(["."], current=root)

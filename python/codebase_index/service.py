@@ -1179,8 +1179,13 @@ class Engine:
         max_tokens: int = 1500,
         filters: Filters | None = None,
         allow: Callable[[str, int, int], bool] | None = None,
+        search: Callable[[str, int, Filters], SearchResponse] | None = None,
+        own_repo: str | None = None,
     ) -> ContextPack:
-        """A token-budgeted evidence pack for `query` (see `context.assemble`)."""
+        """A token-budgeted evidence pack for `query` (see `context.assemble`); `search` replaces the
+        search step (a multi-repository search), `own_repo` names this repository among its results."""
         from .context.assemble import build_context
 
-        return build_context(self, query, max_tokens=max_tokens, filters=filters, allow=allow)
+        return build_context(
+            self, query, max_tokens=max_tokens, filters=filters, allow=allow, search=search, own_repo=own_repo
+        )

@@ -330,6 +330,7 @@ class ContextParams(_Params):
     directory: _Directory | None = None
     changed_since: _ChangedSince | None = None
     changed_before: _ChangedBefore | None = None
+    repos: _Repos | None = None
 
 
 class EditContextParams(_Params):
@@ -673,15 +674,9 @@ class Runtime:
 
     def backend_only(self) -> bool:
         """A read-only client of a shared backend: `backend` configured, no local index."""
-        if self.config_error:
+        if self.config_error or (self.index_dir / "codebase.db").exists():
             return False
-        from .config import load_config
-
-        try:
-            config = load_config(self.root)
-        except Exception:
-            return False
-        return config.backend is not None and not (self.index_dir / "codebase.db").exists()
+        return self.reader().config.backend is not None
 
     def engine_loaded(self) -> bool:
         return self._reader is not None
@@ -957,11 +952,24 @@ def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResu
     if not p.query.strip():
         raise InvalidParams("invalid params: `query` is empty")
     allow = _time_filter(rt, p.changed_since, p.changed_before)
+    search, own = None, None
+    if p.repos:
+        if allow is not None:
+            raise InvalidParams(
+                "invalid params: `changedSince`/`changedBefore` read this repository's git history; "
+                "they do not combine with `repos`"
+            )
+        search, own = _repos_search(rt, p.repos)
     with rt.read_lock:
         engine = rt.reader()
         _require_index(engine)
         found = engine.context(
-            p.query, max_tokens=p.max_tokens, filters=_filters(p.file_type, p.directory, None), allow=allow
+            p.query,
+            max_tokens=p.max_tokens,
+            filters=_filters(p.file_type, p.directory, None),
+            allow=allow,
+            search=search,
+            own_repo=own,
         )
     call.check_cancelled()
     data = context_data(found)
@@ -980,6 +988,30 @@ def handle_edit_context(rt: Runtime, p: EditContextParams, call: CallContext) ->
     data = context_data(found)
     data["savings"] = rt.record_savings("codebase_edit_context", found.text, found.files)
     return ToolResult(found.text, data)
+
+
+def _repos_search(rt: Runtime, repos: Sequence[str]) -> tuple[Any, str | None]:
+    """The multi-repository search step of a context pack, and this repository's registry name."""
+    from . import multirepo
+    from .backends.base import BackendError
+    from .repos import RegistryError, resolve
+
+    try:
+        own = resolve(["."], current=rt.root)[0].name
+    except RegistryError:
+        own = None
+
+    def search(query: str, top_k: int, filters: Any) -> Any:
+        try:
+            return multirepo.search(
+                rt.root, query, repos=repos, top_k=top_k, filters=filters, local=rt.repo_backend()
+            )
+        except RegistryError as exc:
+            raise InvalidParams(f"invalid params: `repos`: {exc}") from exc
+        except BackendError as exc:
+            raise ToolError(f"shared backend: {exc}") from exc
+
+    return search, own
 
 
 def context_data(found: Any) -> dict[str, Any]:

@@ -138,6 +138,16 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
           "description": "Only code unchanged since this commit or date (git blame: older code only).",
           "type": "string",
           "minLength": 1
+        },
+        "repos": {
+          "description": "Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all.",
+          "type": "array",
+          "items": {
+            "type": "string",
+            "minLength": 1
+          },
+          "maxItems": 50,
+          "minItems": 1
         }
       },
       "required": [
@@ -553,6 +563,7 @@ export function toolArgs(z: Z) {
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
       changedSince: z.string().min(1).optional().describe("Only code changed after this commit or date (`HEAD~5`, `v2.1`, `2026-11-01`)."),
       changedBefore: z.string().min(1).optional().describe("Only code unchanged since this commit or date (git blame: older code only)."),
+      repos: z.array(z.string().min(1)).min(1).max(50).optional().describe("Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all."),
     },
     codebase_edit_context: {
       target: z.string().min(1).describe("The symbol to change (`parse`, `Session.send`, `path#Qualified.name`) or path:line."),

@@ -62,7 +62,7 @@ class RepoInfo(msgspec.Struct, frozen=True, omit_defaults=True):
 
 class QueryInput(msgspec.Struct, frozen=True):
     """The query as both retrievers need it, parsed once (`federated.parse_query`): the distinct keyword
-    terms of `rerank.keyword_query` with their summed weights, and the fusion constant."""
+    terms of `ranking.query.keyword_query` with their summed weights, and the fusion constant."""
 
     text: str
     terms: tuple[str, ...]

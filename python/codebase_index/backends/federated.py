@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ..config import Config
 from ..models import SearchResult
-from ..search import Filters, preview
+from ..search import Filters, Hit, preview
 from .base import Candidates, ChunkPayload, EmbedQuery, QueryInput, RepoInfo, SearchBackend
 
 # Candidates each retriever hands to fusion, at least (as `service.CANDIDATE_POOL`).
@@ -22,12 +22,12 @@ CANDIDATE_POOL = 50
 
 
 def parse_query(text: str, config: Config) -> QueryInput:
-    """The query's distinct keyword terms (`rerank.keyword_query`, weights of repeats summed)."""
-    from ..rerank import keyword_query
+    """The query's distinct keyword terms (`ranking.query.parse_query`, weights of repeats summed)."""
+    from ..ranking.query import parse_query as parse
 
-    terms, weights = keyword_query(text)
+    parsed = parse(text)
     merged: dict[str, float] = {}
-    for term, weight in zip(terms, weights, strict=True):
+    for term, weight in zip(parsed.terms, parsed.term_weights, strict=True):
         merged[term] = merged.get(term, 0.0) + float(weight)
     return QueryInput(text, tuple(merged), tuple(merged.values()), config.search.rrf_k)
 
@@ -55,27 +55,38 @@ def fuse_lists(
 
 
 def rank_candidates(text: str, candidates: Candidates) -> list[tuple[ChunkPayload, float]]:
-    """The code-aware rerank (`rerank.rank`: definitions, paths, file kinds, coherence, file mass,
-    repeat decay) over the fused candidates. A file is named `repo/path`, so two repositories' files
-    never merge and a query naming a repository leans to it; the layout signals (superseded copies,
-    private modules, path-stem rarity) come from the candidates' paths."""
-    from ..rerank import Candidate, path_stem_weights, profile_query, rank, shadowed_private, superseded_dirs
+    """The code-aware rank stage (`ranking.model.rank`: definitions, paths, file kinds, coherence, file
+    mass, repeat decay, then `ranking.pipeline.guarantees`) over the fused candidates. A file is named
+    `repo/path`, so two repositories' files never merge and a query naming a repository leans to it; the
+    layout signals (superseded copies, private modules, path-stem rarity) come from the candidates'
+    paths, the verbatim guarantee from their payload text."""
+    from ..ranking import Candidate, path_stem_weights, rank, shadowed_private, superseded_dirs
+    from ..ranking.pipeline import guarantees
+    from ..ranking.query import exact_matches, is_quotation
+    from ..ranking.query import parse_query as parse
 
     chunks = candidates.chunks
     if not chunks:
         return []
+    parsed = parse(text)
     names = [f"{c.repo}/{c.path}" for c, _ in chunks]
     files = list(dict.fromkeys(names))
     old = tuple(sorted(superseded_dirs(files)))
     shadowed = shadowed_private(files)
-    ranked = rank(
-        (
-            Candidate(n, name, c.symbol, c.kind, score, bool(old) and name.startswith(old), name in shadowed)
-            for n, ((c, score), name) in enumerate(zip(chunks, names, strict=True))
-        ),
-        profile_query(text),
-        None,
-        path_stem_weights(files),
+    cands = [
+        Candidate(n, name, c.symbol, c.kind, score, bool(old) and name.startswith(old), name in shadowed)
+        for n, ((c, score), name) in enumerate(zip(chunks, names, strict=True))
+    ]
+    exact = (
+        exact_matches(parsed, ((n, c.text) for n, (c, _) in enumerate(chunks)))
+        if is_quotation(parsed)
+        else []
+    )
+    ranked = guarantees(
+        [Hit(r.doc, r.score) for r in rank(cands, parsed, None, path_stem_weights(files))],
+        parsed,
+        cands,
+        exact,
     )
     top = ranked[0].score if ranked and ranked[0].score > 0 else 1.0
     return [(chunks[r.doc][0], r.score / top) for r in ranked]

@@ -4,8 +4,8 @@ A chunk's sparse vector holds, per term of OUR code-aware tokenizer (`bm25.token
 stores it), the BM25 term-frequency part `tf (k1 + 1) / (tf + k1 (1 - b + b len / L))`; the corpus part,
 the IDF, is supplied at query time: by Qdrant's `idf` modifier over the collection, or by
 `union_idf` over the repositories a local search covers (same formula, `bm25.idf`). A query is the
-weighted term list of `rerank.keyword_query`, so score = sum over query terms of weight x idf x tf part:
-BM25 over the union of the searched repositories.
+weighted term list of `ranking.query.keyword_query`, so score = sum over query terms of weight x idf x
+tf part: BM25 over the union of the searched repositories.
 
 `L` is a fixed reference length rather than each repository's average: a chunk's value never changes
 when other chunks are added, so incremental publishing re-sends only changed chunks, and a collection

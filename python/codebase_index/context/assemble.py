@@ -21,7 +21,7 @@ from .tokens import counter
 if TYPE_CHECKING:
     from ..graph.query import CallGraph
     from ..models import SearchResult
-    from ..service import Engine
+    from ..service import Engine, SearchResponse
 
 DEFAULT_MAX_TOKENS = 1500
 MIN_TOKENS = 128
@@ -33,6 +33,9 @@ CALL_SITES = 12
 CALLEE_LINES = 8
 
 Allow = Callable[[str, int, int], bool]
+# The search step, when not the engine's own: (query, top_k, filters) -> a response whose results may come
+# from other repositories (`repo` set; see `multirepo.search`).
+SearchFn = Callable[[str, int, Filters], "SearchResponse"]
 
 
 class ContextPack(msgspec.Struct):
@@ -55,10 +58,20 @@ class ContextPack(msgspec.Struct):
 class _Gather:
     """Evidence being collected for one request, with the file lines it has read."""
 
-    def __init__(self, engine: Engine, query: str, filters: Filters, allow: Allow | None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        query: str,
+        filters: Filters,
+        allow: Allow | None,
+        search: SearchFn | None = None,
+        own_repo: str | None = None,
+    ) -> None:
         self.engine = engine
         self.filters = filters
         self.allow = allow
+        self.search_fn = search
+        self.own_repo = own_repo
         self.terms = query_terms(query)
         self.items: list[Evidence] = []
         self._files: dict[str, list[str] | None] = {}
@@ -88,10 +101,15 @@ class _Gather:
         focus: Sequence[int] = (),
         fallback_text: str | None = None,
         score: float = 0.0,
+        repo: str | None = None,
     ) -> None:
         if not self.passes(path, start, end):
             return
-        file_lines = self.lines(path)
+        # Another repository's chunk: its stored text (its files are not under this root), and its path
+        # labelled as multi-repository search results are ("[repo] path").
+        file_lines = self.lines(path) if repo is None else None
+        if repo is not None:
+            path = f"[{repo}] {path}"
         if file_lines is not None and start <= len(file_lines):
             end = min(end, len(file_lines))
             lines = tuple(file_lines[start - 1 : end])
@@ -112,7 +130,10 @@ class _Gather:
         return len(found)
 
     def search(self, query: str, top_k: int = SEARCH_POOL) -> tuple[str, str | None]:
-        response = self.engine.search(query, top_k=top_k, filters=self.filters)
+        if self.search_fn is not None:
+            response = self.search_fn(query, top_k, self.filters)
+        else:
+            response = self.engine.search(query, top_k=top_k, filters=self.filters)
         for r in response.results:
             self.add_result(r, "matched")
         return response.strategy, response.note
@@ -127,6 +148,7 @@ class _Gather:
             reason,
             fallback_text=r.content,
             score=r.score,
+            repo=r.repo if r.repo and r.repo != self.own_repo else None,
         )
 
     def call_sites(self, graph: CallGraph, target: str, limit: int = CALL_SITES) -> None:
@@ -163,15 +185,19 @@ def build_context(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     filters: Filters | None = None,
     allow: Allow | None = None,
+    search: SearchFn | None = None,
+    own_repo: str | None = None,
 ) -> ContextPack:
-    """The evidence pack for `query` within `max_tokens` (see the module docstrings of this package)."""
+    """The evidence pack for `query` within `max_tokens` (see the module docstrings of this package).
+    `search` replaces the engine's search step (multi-repository packs; definitions and call sites stay
+    this repository's), `own_repo` names this repository among its results."""
     q = query.strip()
     if not q:
         raise ValueError("query is empty")
     if not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
         raise ValueError(f"maxTokens must be {MIN_TOKENS}..{MAX_TOKENS}, not {max_tokens}")
     routing = route(q)
-    gather = _Gather(engine, q, filters or Filters(), allow)
+    gather = _Gather(engine, q, filters or Filters(), allow, search, own_repo)
     strategy, notice = _collect(gather, routing, q)
     tokens = counter()
     packed = pack(gather.items, max_tokens, tokens.count, tokenizer=tokens.name)
