@@ -58,15 +58,17 @@ def publish(
     *,
     embed: bool = True,
     progress: Callable[[str, int, int], None] | None = None,
+    branch: str | None = None,
 ) -> PublishReport:
-    """Send `engine`'s current branch to `backend` as repository `repo` (see the module docstring)."""
+    """Send `engine`'s current branch (or the index's catalog `branch`) to `backend` as repository `repo`
+    (see the module docstring)."""
     start = time.perf_counter()
     if not engine.has_index():
         engine.index()
     if embed:
         engine.embed()  # only chunks without a vector; nothing already embedded is embedded again
     store = engine.store
-    branch = engine.branch()
+    branch = branch or engine.branch()
     model = store.get_meta(META_MODEL)
     dims_meta = store.get_meta(META_DIMENSIONS)
     dims = int(dims_meta) if dims_meta else None
