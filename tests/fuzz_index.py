@@ -7,7 +7,8 @@ One run per top-level folder of each tree (and one for the files directly in it)
 package. An aborted run is an `Engine.index` or `search` that raised: the containment contract is 0 of
 them, every file indexed or skipped with a reason. Discovery's always-skipped folder names (`dist`,
 `build`, `vendor`, nested `node_modules`, ...) are lifted so their files are fuzzed too, and every file
-name is included (`include: ["**/*"]`).
+name is included (`include: ["**/*"]`, which as a pattern of the user's own also brings generated files
+back: they are chunked too, so "generated" does not appear in the counts).
 
     make fuzz                                  # site-packages + node_modules, the full run
     .venv/bin/python tests/fuzz_index.py PATH  # any trees
@@ -35,7 +36,7 @@ from codebase_index import files as discovery
 from codebase_index.config import Config
 from codebase_index.service import Engine
 
-EVERY_FILE = Config(include=("**/*",))
+EVERY_FILE = ("**/*",)
 
 
 @dataclass
@@ -77,17 +78,17 @@ def every_folder() -> Iterator[None]:
         discovery.ALWAYS_SKIP_DIRS = saved
 
 
-def runs_of(tree: Path) -> list[tuple[str, Path, Config]]:
+def runs_of(tree: Path, include: Sequence[str] = EVERY_FILE) -> list[tuple[str, Path, Config]]:
     """(name, root, config) per top-level folder, plus the loose files at the top (folders excluded)."""
     out: list[tuple[str, Path, Config]] = []
     loose = False
     for entry in sorted(tree.iterdir()):
         if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith("."):
-            out.append((f"{tree.name}/{entry.name}", entry, EVERY_FILE))
+            out.append((f"{tree.name}/{entry.name}", entry, Config(include=tuple(include))))
         elif entry.is_file():
             loose = True
     if loose:
-        out.append((f"{tree.name}/*", tree, Config(include=("**/*",), exclude=("*/",))))
+        out.append((f"{tree.name}/*", tree, Config(include=tuple(include), exclude=("*/",))))
     return out
 
 
@@ -111,17 +112,19 @@ def fuzz_run(name: str, root: Path, config: Config, work: Path, report: FuzzRepo
     report.chunks += result.chunks
     report.skipped.update(result.skipped)
     report.seen += result.files + sum(result.skipped.values())
-    report.chunk_fallbacks += result.chunk_fallbacks
+    report.chunk_fallbacks += getattr(result, "chunk_fallbacks", 0)
     report.graph_errors += result.graph_errors
     report.errors += [f"{name}/{r.path}: {r.detail}" for r in rows if r.reason == "error"]
 
 
-def fuzz(trees: Sequence[Path], *, workers: int = 2, say: bool = False) -> FuzzReport:
+def fuzz(
+    trees: Sequence[Path], *, workers: int = 2, say: bool = False, include: Sequence[str] = EVERY_FILE
+) -> FuzzReport:
     report = FuzzReport()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="codebase-index-fuzz-") as tmp, every_folder():
         for tree in trees:
-            for name, root, config in runs_of(tree):
+            for name, root, config in runs_of(tree, include):
                 before = report.files
                 fuzz_run(name, root, config, Path(tmp), report, workers)
                 if say:
@@ -168,13 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "trees", nargs="*", type=Path, help="default: this venv's site-packages and ./node_modules"
     )
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--include", action="append", help="include pattern (repeatable; default every file)")
     p.add_argument("--json", type=Path, help="also write the report here")
     args = p.parse_args(argv)
     trees = [t.resolve() for t in args.trees] or default_trees(Path.cwd())
     if not trees:
         print("nothing to fuzz: no site-packages or node_modules found", file=sys.stderr)
         return 2
-    report = fuzz(trees, workers=args.workers, say=True)
+    report = fuzz(trees, workers=args.workers, say=True, include=args.include or EVERY_FILE)
     data = report.as_dict()
     data["trees"] = [str(t) for t in trees]
     text = json.dumps(data, indent=2)
