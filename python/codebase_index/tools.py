@@ -1387,7 +1387,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Search this project's code by meaning and keywords; returns the best matching functions, classes "
         "and sections with file path, line range and code. Use it before grep when you don't know where "
         "something lives, to find where a concept is implemented, or to find usages by name. Narrow with "
-        "fileType, directory or chunkType; add contextLines to see surrounding lines.",
+        "fileType, directory or chunkType; add contextLines to see surrounding lines. To read the answer "
+        "rather than rank candidates, codebase_context costs fewer tokens; for exact strings use grep.",
         SearchParams,
         handle_search,
     ),
@@ -1418,7 +1419,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "peek",
         "Find code locations",
         "Like codebase_search but returns only locations (path:lines, kind, symbol), no code: cheap for "
-        "getting an overview of where something is; then read the files you need.",
+        "getting an overview of where something is (many places, few tokens); then read the lines you need.",
         PeekParams,
         handle_peek,
     ),

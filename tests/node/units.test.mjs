@@ -73,7 +73,7 @@ test("loadCommands reads *.md and skips empty or missing folders", (t) => {
   writeFileSync(path.join(dir, "notes.txt"), "ignored");
   assert.deepEqual(loadCommands(dir), { a: { template: "body a", description: "A" } });
   assert.deepEqual(loadCommands(path.join(dir, "missing")), {});
-  assert.deepEqual(Object.keys(loadCommands(path.join(REPO, "commands"))).sort(), ["call-graph", "find", "index", "search", "status"]);
+  assert.deepEqual(Object.keys(loadCommands(path.join(REPO, "commands"))).sort(), ["call-graph", "find", "impact", "index", "search", "status"]);
 });
 
 test("argsShape turns JSON Schema into equivalent zod", () => {

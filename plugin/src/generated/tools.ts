@@ -17,7 +17,7 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
   {
     "name": "codebase_search",
     "method": "search",
-    "description": "Search this project's code by meaning and keywords; returns the best matching functions, classes and sections with file path, line range and code. Use it before grep when you don't know where something lives, to find where a concept is implemented, or to find usages by name. Narrow with fileType, directory or chunkType; add contextLines to see surrounding lines.",
+    "description": "Search this project's code by meaning and keywords; returns the best matching functions, classes and sections with file path, line range and code. Use it before grep when you don't know where something lives, to find where a concept is implemented, or to find usages by name. Narrow with fileType, directory or chunkType; add contextLines to see surrounding lines. To read the answer rather than rank candidates, codebase_context costs fewer tokens; for exact strings use grep.",
     "inputSchema": {
       "type": "object",
       "properties": {
@@ -185,7 +185,7 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
   {
     "name": "codebase_peek",
     "method": "peek",
-    "description": "Like codebase_search but returns only locations (path:lines, kind, symbol), no code: cheap for getting an overview of where something is; then read the files you need.",
+    "description": "Like codebase_search but returns only locations (path:lines, kind, symbol), no code: cheap for getting an overview of where something is (many places, few tokens); then read the lines you need.",
     "inputSchema": {
       "type": "object",
       "properties": {
