@@ -152,6 +152,14 @@ class BackendConfig(_Section, frozen=True):
     collection: Annotated[
         str | None, _m("Collection of the organisation or workspace (default: from url, else codebase)")
     ] = None
+    shards: Annotated[
+        Annotated[int, msgspec.Meta(ge=1)] | None,
+        _m("Shards of a collection publish creates on a cluster; null = the server's default"),
+    ] = None
+    replicas: Annotated[
+        Annotated[int, msgspec.Meta(ge=1)] | None,
+        _m("Copies of each shard of a collection publish creates; null = the server's default"),
+    ] = None
 
 
 EmbeddingProviderName = Literal["auto", "embedded", "openai", "google", "ollama", "custom"]

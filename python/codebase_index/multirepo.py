@@ -38,7 +38,13 @@ def connect_backend(config: Config, url: str | None = None, collection: str | No
     target = url or (cfg.url if cfg is not None else "")
     key = cfg.api_key if cfg is not None else None
     name = collection or (cfg.collection if cfg is not None else None)
-    return QdrantBackend.connect(target, api_key=key, collection=name)
+    return QdrantBackend.connect(
+        target,
+        api_key=key,
+        collection=name,
+        shards=cfg.shards if cfg is not None else None,
+        replicas=cfg.replicas if cfg is not None else None,
+    )
 
 
 def query_embedder(config: Config, text: str) -> Callable[[str], np.ndarray | None]:

@@ -79,15 +79,31 @@ class QdrantBackend:
 
     name = "qdrant"
 
-    def __init__(self, client: Any, location: str, collection: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        location: str,
+        collection: str,
+        shards: int | None = None,
+        replicas: int | None = None,
+    ) -> None:
         self.client = client
         self.location = location
         self.collection = collection
         self.manifest = f"{collection}-repos"
+        self.shards = shards  # for a collection this backend creates on a cluster (None: server default)
+        self.replicas = replicas
 
     @classmethod
     def connect(
-        cls, url: str, *, api_key: str | None = None, collection: str | None = None, timeout: float = 10.0
+        cls,
+        url: str,
+        *,
+        api_key: str | None = None,
+        collection: str | None = None,
+        timeout: float = 10.0,
+        shards: int | None = None,
+        replicas: int | None = None,
     ) -> QdrantBackend:
         try:
             from qdrant_client import QdrantClient
@@ -105,7 +121,7 @@ class QdrantBackend:
                 )
         except Exception as exc:
             raise BackendError(f"qdrant at {location}: {_reason(exc)}") from exc
-        return cls(client, location, name)
+        return cls(client, location, name, shards, replicas)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """One client call; any failure becomes a BackendError naming the backend and what was asked."""
@@ -137,16 +153,19 @@ class QdrantBackend:
                     f"{dimensions} (publish to another collection or re-index with the same model)"
                 )
         else:
+            embedded = "path" in self.client.init_options
+            cluster = {} if embedded else {"shard_number": self.shards, "replication_factor": self.replicas}
             self._call(
                 "create collection",
                 self.client.create_collection,
                 self.collection,
+                **cluster,
                 vectors_config={
                     DENSE: models.VectorParams(size=dimensions or 384, distance=models.Distance.COSINE)
                 },
                 sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
             )
-            if "path" not in self.client.init_options:  # the embedded store has no payload indexes
+            if not embedded:  # the embedded store has no payload indexes
                 for key in INDEXED_KEYS:
                     self._call(
                         "payload index",
