@@ -60,7 +60,7 @@ def make_batch(rng: np.random.Generator, start: int, n: int, repos: int, hashes:
         k = start + i
         terms = np.minimum(rng.zipf(1.3, size=int(lengths[i])), VOCAB) - 1
         ids, tfs = np.unique(terms, return_counts=True)
-        sparse_vectors.append(sparse.sparse_vector(ids, tfs, float(lengths[i]), hashes))
+        sparse_vectors.append(sparse.sparse_vector(hashes[ids], tfs, float(lengths[i])))
         v = rng.standard_normal(DIMS).astype(np.float32)
         vectors.append(v / np.linalg.norm(v))
         repo = f"repo{k % repos}"

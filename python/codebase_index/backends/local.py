@@ -34,15 +34,33 @@ class LocalView:
         term_ids: list[np.ndarray] = []
         term_tfs: list[np.ndarray] = []
         rows: list[tuple[int, str, str, int, int, int, str, str, int]] = []
+        lengths: list[int] = []
+        # The store's vocabulary, extended here by name/path terms no text held (`sparse.field_terms`).
+        self.vocab: dict[str, int] = dict(engine.store.conn.execute("SELECT term, id FROM terms"))
+        next_id = max(self.vocab.values(), default=0) + 1
         for r in engine.store.iter_branch_postings(self.branch):
             rows.append(r[:9])
-            term_ids.append(np.frombuffer(r[9], dtype=np.int32))
-            term_tfs.append(np.frombuffer(r[10], dtype=np.int32))
+            extra = []
+            for term in sparse.field_terms(r[7], r[1]):
+                tid = self.vocab.get(term)
+                if tid is None:
+                    tid = self.vocab[term] = next_id
+                    next_id += 1
+                extra.append(tid)
+            term_ids.append(np.concatenate([np.frombuffer(r[9], dtype=np.int32), np.array(extra, np.int32)]))
+            term_tfs.append(
+                np.concatenate([np.frombuffer(r[10], dtype=np.int32), np.ones(len(extra), np.int32)])
+            )
+            lengths.append(r[8] + len(extra))
         self.rows = rows
-        lengths = np.array([r[8] for r in rows], dtype=np.float32)
         # Postings hold idf x tf part (the local idf, a scalar per term): divided out per query term.
         self.postings = PostingsIndex.from_documents(
-            term_ids, term_tfs, lengths, k1=sparse.K1, b=sparse.B, avgdl=sparse.REFERENCE_LENGTH
+            term_ids,
+            term_tfs,
+            np.array(lengths, dtype=np.float32),
+            k1=sparse.K1,
+            b=sparse.B,
+            avgdl=sparse.REFERENCE_LENGTH,
         )
         self.by_location = {(r[1], r[3]): n for n, r in enumerate(rows)}
         self._hashes: dict[int, str] | None = None
@@ -191,7 +209,7 @@ class LocalBackend:
         df = dict.fromkeys(query.terms, 0)
         n_docs = 0
         for view in views:
-            ids = self.engines[view.name].store.term_ids(list(query.terms))
+            ids = view.vocab
             found = []
             for term, weight in zip(query.terms, query.weights, strict=True):
                 if term in ids:

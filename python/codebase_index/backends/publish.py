@@ -113,10 +113,7 @@ def publish(
             )
             for r in batch
         ]
-        sparse_vectors = [
-            sparse.sparse_vector(np.frombuffer(r[8], np.int32), np.frombuffer(r[9], np.int32), r[7], hashes)
-            for r in batch
-        ]
+        sparse_vectors = [_sparse_of(r, hashes) for r in batch]
         backend.upsert(chunks, vectors, sparse_vectors)
         if progress is not None:
             progress("publish", min(begin + BATCH, len(to_send)), len(to_send))
@@ -138,6 +135,20 @@ def publish(
         model=model,
         seconds=round(time.perf_counter() - start, 3),
     )
+
+
+def _sparse_of(row: tuple, hashes: np.ndarray) -> tuple[list[int], list[float]]:
+    """A chunk's sparse vector: its text's terms (local ids -> `sparse.term_index`) plus its name's and
+    path's (`sparse.field_terms`), at the length of all of them (as `local.LocalView` scores it)."""
+    extra = sparse.field_terms(row[6], row[1])
+    indices = np.concatenate(
+        [
+            hashes[np.frombuffer(row[8], np.int32).astype(np.int64)],
+            np.array([sparse.term_index(t) for t in extra], dtype=np.int64),
+        ]
+    )
+    tfs = np.concatenate([np.frombuffer(row[9], np.int32), np.ones(len(extra), np.int32)])
+    return sparse.sparse_vector(indices, tfs, row[7] + len(extra))
 
 
 def _texts(engine: Engine, ids: Sequence[int]) -> dict[int, str]:

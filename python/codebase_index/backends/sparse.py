@@ -14,6 +14,7 @@ that several machines fill stays consistent.
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 
@@ -55,15 +56,42 @@ def union_idf(n_docs: int, df: int) -> float:
     return math.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
-def sparse_vector(
-    term_ids: np.ndarray, tfs: np.ndarray, length: float, hashes: np.ndarray
-) -> tuple[list[int], list[float]]:
-    """(indices, values) of a chunk for Qdrant: local term ids mapped through `hashes` (term id -> index),
-    the rare hash collision inside one chunk summed into one dimension."""
-    values = tf_weights(tfs, length)
-    indices = hashes[np.asarray(term_ids, dtype=np.int64)]
-    unique, inverse = np.unique(indices, return_inverse=True)
-    if unique.shape[0] != indices.shape[0]:
-        values = np.bincount(inverse, weights=values, minlength=unique.shape[0])
-        indices = unique
-    return [int(i) for i in indices], [float(v) for v in values]
+def field_terms(symbol: str, path: str) -> list[str]:
+    """The terms a chunk's name and file add to its text: the symbol's tokens once and the path's as the
+    local path field counts them (folders once, module name twice; `search.path_field_tokens`). The local
+    single-repository search scores these as separate BM25 fields; one sparse vector holds them with the
+    text (a chunk defining `JsonReader` in `stream/JsonReader.java` then matches the query `JsonReader` on
+    its name, not only on the words of its body).
+
+    >>> field_terms("parse_header", "lib/http.py")
+    ['parse_header', 'parse', 'header', 'lib', 'http', 'http']
+    """
+    return _symbol_terms(symbol) + _path_terms(path)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _symbol_terms(symbol: str) -> list[str]:
+    from ..bm25 import tokenize
+
+    return tokenize(symbol)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _path_terms(path: str) -> list[str]:
+    """Cached: every chunk of a file has the same (callers only read the list)."""
+    from ..search import path_field_tokens
+
+    return path_field_tokens(path)
+
+
+def sparse_vector(indices: np.ndarray, tfs: np.ndarray, length: float) -> tuple[list[int], list[float]]:
+    """(indices, values) of a chunk for Qdrant from its term indices (`term_index`) and term frequencies;
+    a repeated index (a field term also in the text, or the rare hash collision) sums its frequencies
+    before the tf part is taken, as the local postings do."""
+    idx: np.ndarray = np.asarray(indices, dtype=np.int64)
+    tf: np.ndarray = np.asarray(tfs, dtype=np.float64)
+    unique, inverse = np.unique(idx, return_inverse=True)
+    if unique.shape[0] != idx.shape[0]:
+        tf = np.bincount(inverse, weights=tf, minlength=unique.shape[0])
+        idx = unique
+    return [int(i) for i in idx], [float(v) for v in tf_weights(tf, length)]
