@@ -106,6 +106,36 @@ def test_a_structured_chunker_error_falls_back_to_line_windows(
         assert "1 files indexed as line windows" in format_index_report(report)
         hit = engine.search("retry_budget", mode="keyword").results[0]
         assert hit.path == "config.json" and hit.kind == "block"
+        named = [(r.path, r.reason, r.detail) for r in engine.status().errors]
+        assert named == [("config.json", "chunk-fallback", "IndexError: list index out of range")]
+        assert "chunk-fallback config.json: IndexError" in format_status(engine.status())
+        # Fixed chunker, changed file: the row goes with the next run that chunks it.
+        monkeypatch.undo()
+        (repo / "config.json").write_text('{\n  "retry_budget": 4\n}\n')
+        engine.index()
+        assert engine.status().errors == [] and engine.problem_files() == []
+    finally:
+        engine.close()
+
+
+def test_a_graph_extraction_error_is_named_and_the_chunks_kept(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(path: str, *args: object) -> object:
+        if path == "bad.py":
+            raise KeyError("missing capture")
+        return real(path, *args)
+
+    real = indexer_module.extract_rows
+    monkeypatch.setattr(indexer_module, "extract_rows", boom)
+    engine = _engine(repo, tmp_path)
+    try:
+        report = engine.index()  # waits for the graph: extracted in the run
+        assert report.files == 3 and report.graph_errors == 1
+        assert [(r.path, r.reason) for r in engine.problem_files()] == [("bad.py", "graph-error")]
+        assert engine.status().errors[0].detail == "KeyError: 'missing capture'"
+        assert engine.search("cursed_function", mode="keyword").results[0].path == "bad.py"
+        assert "1 files indexed without a code graph" in format_index_report(report)
     finally:
         engine.close()
 

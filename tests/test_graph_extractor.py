@@ -358,5 +358,8 @@ def test_a_dying_graph_worker_loses_only_its_file(
         assert (
             eng.store.conn.execute("SELECT COUNT(*) FROM graph_contents").fetchone()[0] == 3
         )  # all but bad.py
+        rows = eng.problem_files()
+        assert [(r.path, r.reason) for r in rows] == [("bad.py", "graph-error")]
+        assert rows[0].detail.startswith("worker process failed")
     finally:
         eng.close()

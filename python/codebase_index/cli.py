@@ -140,6 +140,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     if args.verbose:
         for row in engine.skipped_files():
             print(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
+        for row in engine.problem_files():
+            print(f"  indexed with {row.reason} {row.path}  {row.detail}".rstrip())
     return EXIT_OK
 
 
@@ -298,7 +300,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"vocabulary:  {status.vocabulary} terms")
     print(f"skipped:     {skipped}")
     for row in status.errors:
-        print(f"  error {row.path}: {row.detail}")
+        print(f"  {row.reason} {row.path}: {row.detail}")
     print(f"indexed at:  {when}")
     emb = status.embeddings
     if emb is not None:

@@ -80,7 +80,9 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())) or "none"
 
 
-def format_index_report(report: Any, skipped: Sequence[Any] = (), limit: int = 50) -> str:
+def format_index_report(
+    report: Any, skipped: Sequence[Any] = (), limit: int = 50, problems: Sequence[Any] = ()
+) -> str:
     text = (
         f"indexed {report.files} files ({report.files_changed} changed, {report.files_unchanged} unchanged, "
         f"{report.files_removed} removed), {report.chunks} chunks ({report.chunks_added} new) on branch "
@@ -91,6 +93,8 @@ def format_index_report(report: Any, skipped: Sequence[Any] = (), limit: int = 5
         lines.append(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
     if len(skipped) > limit:
         lines.append(f"  … ({len(skipped) - limit} more skipped files)")
+    for row in list(problems)[:limit]:
+        lines.append(f"  indexed with {row.reason} {row.path}  {row.detail}".rstrip())
     return "\n".join(lines)
 
 
@@ -144,7 +148,7 @@ def format_status(status: Any, *, running: bool = False) -> str:
         f"skipped: {_counts(status.skipped)}",
     ]
     for row in getattr(status, "errors", ()):
-        lines.append(f"  error {row.path}: {row.detail}")
+        lines.append(f"  {row.reason} {row.path}: {row.detail}")
     if status.embeddings is not None:
         lines.append("embeddings: " + format_embeddings(status.embeddings))
     if getattr(status, "graph", None) is not None:

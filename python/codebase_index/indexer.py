@@ -22,7 +22,7 @@ import msgspec
 from tree_sitter import Tree
 
 from . import files as discovery
-from . import isolate
+from . import isolate, problems
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
@@ -656,15 +656,18 @@ class Indexer:
         before = graphs.branch_keys(branch, [p.row.path for p in pending] + list(removed))
         processed = self._chunk_all(list(to_chunk.values()), report)
         failed: dict[str, str] = {}
+        found: list[SkippedRow] = []  # problems.REASONS rows of this run
         for key, done in processed.items():
             path = to_chunk[key].row.path
             if done.error:
                 failed[key] = done.error
             elif done.fallback:
                 self._fallbacks += 1
+                found.append(SkippedRow(path, "chunk-fallback", done.fallback))
                 log.warning("chunking %s failed (%s); indexed as line windows", path, done.fallback)
             if done.graph_error:
                 self._graph_errors += 1
+                found.append(SkippedRow(path, "graph-error", done.graph_error))
                 log.warning("code graph of %s not extracted: %s", path, done.graph_error)
         if failed:
             # Contained: such a file gets no row (so the next run tries it again), its old row goes, and
@@ -711,6 +714,7 @@ class Indexer:
             report("write", min(start + len(batch), total), total)
         with store.transaction():
             finish()
+            problems.record(store, branch, [p.row.path for p in pending] + list(removed), found)
             if graph_enabled():
                 # Edges are resolved later (Engine.refresh_graph), off the save path: only mark here, in
                 # the same transaction as the files, so the marks can never be lost or run ahead.

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 import msgspec
 import numpy as np
 
-from . import embedder, knowledge, repair, upkeep
+from . import embedder, knowledge, problems, repair, upkeep
 from .config import Config, index_dir, load_config
 from .embedder import (
     META_MODEL,
@@ -100,8 +100,9 @@ class IndexStatus(msgspec.Struct):
     last_indexed_at: float | None
     embeddings: EmbeddingStatus | None = None
     graph: GraphStatus | None = None
-    # Files the last run could not index because something raised (reason "error" in `skipped`), each
-    # with the exception's one line; the next run retries them.
+    # Files something raised on, each with the exception's one line: reason "error" (not indexed, counted
+    # in `skipped`, retried by the next run), "chunk-fallback" (indexed as line windows) or "graph-error"
+    # (indexed without a code graph).
     errors: list[SkippedRow] = msgspec.field(default_factory=list)
     # Search-time dependencies (query embedding, reranker) with a recorded failure: last error and when.
     dependencies: list[DependencyHealth] = msgspec.field(default_factory=list)
@@ -1019,7 +1020,9 @@ class Engine:
             chunks=counts["chunks"],
             vocabulary=counts["vocabulary"],
             skipped=dict(Counter(s.reason for s in skipped)),
-            errors=[s for s in skipped if s.reason == "error"][:STATUS_ERRORS],
+            errors=([s for s in skipped if s.reason == "error"] + problems.load(store, branch))[
+                :STATUS_ERRORS
+            ],
             size_bytes=store.size_on_disk(),
             last_indexed_at=float(last) if last else None,
             embeddings=embeddings,
@@ -1029,6 +1032,10 @@ class Engine:
 
     def skipped_files(self) -> list[SkippedRow]:
         return self.store.skipped(self.branch())
+
+    def problem_files(self) -> list[SkippedRow]:
+        """Indexed files the last runs met a contained failure in (problems.REASONS)."""
+        return problems.load(self.store, self.branch())
 
     # -- code graph ---------------------------------------------------------------------------------
 

@@ -597,7 +597,7 @@ class Store:
         removed. Contents are left for `purge_unreferenced_contents`."""
         removed = self.conn.execute("DELETE FROM files WHERE branch=?", (branch,)).rowcount
         self.conn.execute("DELETE FROM skipped WHERE branch=?", (branch,))
-        self.conn.execute("DELETE FROM meta WHERE key=?", (f"catalog:{branch}",))
+        self.conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (f"catalog:{branch}", f"problems:{branch}"))
         return int(removed)
 
     def count_unreferenced_contents(self) -> int:

@@ -1069,6 +1069,7 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
         report = engine.index(force=p.force, progress=call.progress)
         rt.index_runs += 1
         skipped = engine.skipped_files() if p.verbose else []
+        problem_rows = engine.problem_files() if p.verbose else []
     finally:
         rt.index_lock.release()
     if rt.watch_enabled:
@@ -1084,7 +1085,8 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
     data = msgspec.to_builtins(report)
     if p.verbose:
         data["skippedFiles"] = [msgspec.to_builtins(s) for s in skipped]
-    return ToolResult(format_index_report(report, skipped), data)
+        data["problemFiles"] = [msgspec.to_builtins(s) for s in problem_rows]
+    return ToolResult(format_index_report(report, skipped, problems=problem_rows), data)
 
 
 def handle_status(rt: Runtime, p: StatusParams, call: CallContext) -> ToolResult:

@@ -26,8 +26,9 @@ from pathlib import Path
 import msgspec
 from tree_sitter import Tree
 
+from .. import problems
 from ..isolate import run_isolated
-from ..store import Store
+from ..store import SkippedRow, Store
 from .store import EncodedGraph, GraphStore, encode_rows
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ def extract_pending(
         nonlocal done
         finished: list[tuple[str, EncodedGraph | None]] = []
         unavailable: list[str] = []
+        failed: list[SkippedRow] = []
         for key, status, graph, detail in results:
             if status == "unavailable":
                 unavailable.append(key)
@@ -161,9 +163,14 @@ def extract_pending(
             if status == "error":
                 report.errors += 1
                 log.warning("code graph not extracted (stored without one): %s", detail)
+                path, _, why = detail.partition(": ")
+                failed.append(SkippedRow(path, "graph-error", why))
             finished.append((key, graph))
         with store.write_lock(timeout=lock_wait), store.transaction():
             report.extracted += GraphStore(store.conn).finish_pending(finished, unavailable)
+            if failed:
+                for catalog, _ in catalogs:
+                    problems.record(store, catalog, (), failed)
         report.unavailable += len(unavailable)
         done += len(results)
         say("graph", done, total)
