@@ -336,6 +336,30 @@ def manifest(specs: list[dict[str, Any]], out: Path, seed: int) -> dict[str, Any
     totals = {split: sum(sum(v.values()) for v in styles.values()) for split, styles in table.items()}
     data = {"seed": seed, "repos": repos, "counts": table, "totals": totals}
     (out / "manifest.json").write_text(json.dumps(data, indent=1))
+    lines = [
+        f"# codebase-index ranker training data (seed {seed})",
+        "",
+        "```",
+        (__doc__ or "").strip(),
+        "```",
+        "",
+    ]
+    lines += ["| split | style | language | queries |", "|---|---|---|---|"]
+    for split, styles in table.items():
+        for style, by_language in styles.items():
+            lines += [f"| {split} | {style} | {language} | {n} |" for language, n in by_language.items()]
+    lines += [
+        "",
+        f"Totals: {totals}",
+        "",
+        "| repo | split | language | commit | queries |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['repo']} | {r['split']} | {r['language']} | {r['commit'][:12]} | {r['queries']} |"
+        for r in repos
+    ]
+    (out / "README.md").write_text("\n".join(lines) + "\n")
     return data
 
 
