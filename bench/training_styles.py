@@ -69,7 +69,7 @@ _KEYWORD_TEXT = """
 _KEYWORDS = frozenset(_KEYWORD_TEXT.split())
 _FRESH = ("value", "item", "result", "tmp", "entry", "obj", "elem", "cur", "acc", "buf", "arg", "res")
 _FRESH += ("thing", "node", "part", "target", "source", "other", "ctx", "input", "output", "state")
-_WORD = re.compile(r"(?<![\w.$@>:])([a-z_][a-zA-Z0-9_]*)(?![\w(])")
+_WORD = re.compile(r"(?<![\w.@>:])([a-z_][a-zA-Z0-9_]*)(?![\w(])")  # PHP `$name` is renamed too
 
 
 _LITERAL = re.compile(r"""("(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'|`[^`]*`|//[^\n]*|#[^\n{]*$)""", re.M)
@@ -122,7 +122,7 @@ _SKIP_MESSAGE = re.compile(
     r"\b(bump|bumps|bumped|release|releasing|released|version|changelog|typos?|spelling|misspell\w*|merge|"
     r"revert|prepare|lint|linting|linter|formatting|reformat\w*|prettier|rubocop|clippy|whitespace|"
     r"copyright|license|readme|docs?|documentation|dependabot|renovate|deps|dependencies|upgrade|"
-    r"docstrings?|comments?|clarify|wording|wip|cleanup|clean up|minor|nit|nits|tests?|ci|coverage|"
+    r"docstrings?|clarify|wording|wip|cleanup|clean up|minor|nit|nits|tests?|ci|coverage|"
     r"benchmark\w*)\b",
     re.I,
 )
