@@ -120,10 +120,7 @@ def generate(spec: dict[str, Any], mirror: Path, base: Path, seed: int) -> dict[
     if corpus.exists():
         shutil.rmtree(corpus)
     corpus.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "--git-dir", str(mirror), "archive", spec["commit"]], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(corpus)], input=archive, check=True)
+    missing = export_tree(mirror, spec["commit"], corpus)
     files: list[tuple[Path, str, str]] = []
     for path in sorted(corpus.rglob("*")):
         rel = path.relative_to(corpus).as_posix()
@@ -162,7 +159,45 @@ def generate(spec: dict[str, Any], mirror: Path, base: Path, seed: int) -> dict[
             text = path.read_text(encoding="utf-8", errors="replace")
             path.write_text(mvs._blank_docs(text, blanked[rel], language), encoding="utf-8")
     (base / "golden.json").write_text(json.dumps(golden, indent=1))
-    return {"files": len(files), "definitions": len(defs), "queries": len(golden)}
+    return {"files": len(files), "definitions": len(defs), "queries": len(golden), "missing_blobs": missing}
+
+
+def export_tree(mirror: Path, commit: str, dest: Path) -> int:
+    """Write the tree of `commit` under `dest`; blobs the snapshot lacks (files >= 4 MiB) are left out
+    and counted (`git archive` refuses such a tree, so it is written blob by blob then)."""
+    archive = subprocess.run(["git", "--git-dir", str(mirror), "archive", commit], capture_output=True)
+    if archive.returncode == 0:
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+        return 0
+    listing = subprocess.run(
+        ["git", "--git-dir", str(mirror), "ls-tree", "-r", "-z", commit], check=True, capture_output=True
+    ).stdout.decode("utf-8", "replace")
+    blobs = []
+    for item in listing.split("\0"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == "blob" and parts[0] != "120000":
+            blobs.append((parts[2], path))
+    batch = subprocess.run(
+        ["git", "--git-dir", str(mirror), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in blobs).encode(),
+        check=True,
+        capture_output=True,
+    ).stdout
+    missing, pos = 0, 0
+    for _sha, path in blobs:
+        end = batch.index(b"\n", pos)
+        header = batch[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] == b"missing":
+            missing += 1
+            continue
+        size = int(header[2])
+        target = dest / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(batch[pos : pos + size])
+        pos += size + 1
+    return missing
 
 
 def _entry(
@@ -290,7 +325,11 @@ def changes(spec: dict[str, Any], mirror: Path, base: Path, seed: int, split: st
         for c in chosen:
             branch = f"cd-{c.parent[:12]}"
             git("branch", "-f", branch, c.parent, cwd=clone)
-            git("checkout", "-q", "-f", branch, cwd=clone)
+            try:
+                git("checkout", "-q", "-f", branch, cwd=clone)
+            except subprocess.CalledProcessError:  # the snapshot lacks a blob of this tree (>= 4 MiB)
+                git("branch", "-D", branch, cwd=clone)
+                continue
             present = [p for p in c.files if (clone / p).is_file()]
             if not present:
                 continue
