@@ -33,10 +33,19 @@ def _project(root: Path) -> Path:
     return root
 
 
-async def _session_run(project: Path, index_dir: Path, body: Any) -> Any:
+async def _session_run(project: Path, index_dir: Path, body: Any, *extra: str) -> Any:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "codebase_index.cli", "mcp", "--project", str(project), "--index-dir", str(index_dir)],
+        args=[
+            "-m",
+            "codebase_index.cli",
+            "mcp",
+            "--project",
+            str(project),
+            "--index-dir",
+            str(index_dir),
+            *extra,
+        ],
         cwd=str(REPO),
         env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")},
     )
@@ -118,3 +127,19 @@ def test_mcp_tools_match_tools_py_and_search_finds_a_symbol(tmp_path: Path) -> N
     message = out["prompt"].messages[0]
     assert message.role == "user" and "where areas are computed" in message.content.text
     assert out["prompt_error"] is not None and "query" in out["prompt_error"]
+
+
+def test_mcp_config_option_layers_a_config_file(tmp_path: Path) -> None:
+    project = _project(tmp_path / "proj")
+    (project / "notes.md").write_text("# Notes\n\nAreas of shapes.\n")
+    config = tmp_path / "elsewhere" / "my-config.jsonc"
+    config.parent.mkdir()
+    config.write_text('{\n  // keep markdown out of this index\n  "exclude": ["*.md"],\n}\n')
+
+    async def body(session: ClientSession) -> str:
+        return _text(await session.call_tool("index_codebase", {}))
+
+    with_config = anyio.run(_session_run, project, tmp_path / "index1", body, "--config", str(config))
+    without = anyio.run(_session_run, project, tmp_path / "index2", body)
+    assert "indexed 1 files" in with_config, with_config
+    assert "indexed 2 files" in without, without

@@ -387,14 +387,25 @@ def default_global_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".config") / "opencode"
 
 
+EXTRA_CONFIG_ENV = "CODEBASE_INDEX_CONFIG"
+"""A config file layered over the project's (the MCP server's `--config PATH` sets it)."""
+
+
 def load_config(root: Path | str, *, global_dir: Path | None = None) -> Config:
-    """The effective configuration for `root`; defaults when neither file exists."""
+    """The effective configuration for `root`: defaults, the global file, the project file, then the file
+    named by $CODEBASE_INDEX_CONFIG (which must exist when set)."""
     root = Path(root).resolve()
     gdir = global_dir if global_dir is not None else default_global_dir()
     sources: list[tuple[Path, str]] = [
         (gdir / CONFIG_FILE_NAME, str(gdir / CONFIG_FILE_NAME)),
         (root / PROJECT_CONFIG, PROJECT_CONFIG.as_posix()),
     ]
+    extra = os.environ.get(EXTRA_CONFIG_ENV)
+    if extra:
+        path = Path(extra).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"{extra}: config file not found (from --config or ${EXTRA_CONFIG_ENV})")
+        sources.append((path, str(path)))
     merged: dict[str, Any] = {}
     used: list[str] = []
     for path, where in sources:

@@ -193,6 +193,15 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if not root.is_dir():
         print(f"codebase-index mcp: error: project root {root} is not a directory", file=sys.stderr)
         return 1
+    if args.config:
+        from .config import EXTRA_CONFIG_ENV
+
+        config = Path(args.config).expanduser().resolve()
+        if not config.is_file():
+            print(f"codebase-index mcp: error: config file {args.config} not found", file=sys.stderr)
+            return 1
+        # Every engine this process builds reads it (load_config), layered over the project's file.
+        os.environ[EXTRA_CONFIG_ENV] = str(config)
     buffer = tools.LogBuffer()
     runtime = Runtime(root, index_dir=Path(args.index_dir) if args.index_dir else None, logs=buffer)
     configure_logging(runtime.index_dir, resolve_log_level(runtime.root, args.log_level), buffer)
@@ -209,6 +218,10 @@ def add_mcp_parser(sub: Any) -> None:
     p = sub.add_parser("mcp", help="serve the search tools over MCP on stdin/stdout")
     p.add_argument("--project", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
     p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.opencode/index)")
+    p.add_argument(
+        "--config",
+        help="a codebase-index.json (JSONC) layered over the global and project files; its keys win",
+    )
     p.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],

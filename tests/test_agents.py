@@ -1,0 +1,102 @@
+"""`codebase-index install` / `uninstall` on a temporary HOME: every agent's file, idempotent, reversible."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from codebase_index import agents
+from codebase_index.cli import main
+
+ALL = list(agents.AGENT_NAMES)
+FILES = {
+    "opencode": ".config/opencode/opencode.json",
+    "claude-code": ".claude.json",
+    "cursor": ".cursor/mcp.json",
+    "windsurf": ".codeium/windsurf/mcp_config.json",
+    "codex": ".codex/config.toml",
+    "gemini": ".gemini/settings.json",
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv(agents.LAUNCHER_ENV, raising=False)
+    return tmp_path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out.splitlines()
+
+
+def test_dry_run_shows_every_file_it_would_write_and_writes_none(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert set(FILES) == set(ALL)
+    out = run(capsys, "install", "--dry-run", *ALL)
+    for name, rel in FILES.items():
+        line = next(line for line in out if line.startswith(name + " "))
+        assert f"would add     ~/{rel}:" in line, line
+    assert "local-codebase-index" in "\n".join(out) and sys.executable in "\n".join(out)
+    assert out[-1] == "dry run: nothing was written"
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
+def test_install_finds_agents_keeps_other_settings_and_is_idempotent(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / ".cursor").mkdir()
+    (home / ".cursor" / "mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    (home / ".codex").mkdir()
+    (home / ".codex" / "config.toml").write_text('model = "o3"\n\n[mcp_servers.other]\ncommand = "y"\n')
+    out = run(capsys, "install")
+    assert [line.split()[0:2] for line in out[:-1]] == [["cursor", "added"], ["codex", "added"]]
+    cursor = json.loads((home / ".cursor" / "mcp.json").read_text())
+    assert cursor["mcpServers"]["other"] == {"command": "x"}
+    ours = cursor["mcpServers"]["codebase-index"]
+    assert ours["command"] == sys.executable and ours["args"][:3] == ["-m", "codebase_index.cli", "mcp"]
+    toml = (home / ".codex" / "config.toml").read_text()
+    assert '[mcp_servers.other]\ncommand = "y"' in toml and "[mcp_servers.codebase-index]" in toml
+    again = run(capsys, "install")
+    assert [line.split()[1] for line in again[:-1]] == ["unchanged", "unchanged"]
+    assert (home / ".codex" / "config.toml").read_text() == toml
+
+    removed = run(capsys, "uninstall")
+    assert [line.split()[1] for line in removed] == ["removed", "removed"]
+    assert json.loads((home / ".cursor" / "mcp.json").read_text()) == {
+        "mcpServers": {"other": {"command": "x"}}
+    }
+    assert (
+        home / ".codex" / "config.toml"
+    ).read_text() == 'model = "o3"\n\n[mcp_servers.other]\ncommand = "y"\n'
+    assert [line.split()[1] for line in run(capsys, "uninstall")] == ["unchanged", "unchanged"]
+
+
+def test_opencode_plugin_entry_and_files_with_comments(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = home / ".config" / "opencode" / "opencode.json"
+    config.parent.mkdir(parents=True)
+    config.write_text(json.dumps({"plugin": ["some-plugin", "local-codebase-index@0.0.9"], "model": "m"}))
+    assert run(capsys, "install", "opencode")[0].split()[1] == "updated"
+    data = json.loads(config.read_text())
+    assert data["plugin"] == ["some-plugin", ["local-codebase-index", {"pythonPath": sys.executable}]]
+    assert data["model"] == "m"
+    run(capsys, "uninstall", "opencode")
+    assert json.loads(config.read_text())["plugin"] == ["some-plugin"]
+    # A file with comments is never rewritten (the comments would be lost): the change is printed instead.
+    config.write_text('{\n  // mine\n  "plugin": [],\n}\n')
+    line = run(capsys, "install", "opencode")[0]
+    assert "edit by hand" in line and "local-codebase-index" in line
+    assert config.read_text() == '{\n  // mine\n  "plugin": [],\n}\n'
+
+
+def test_unknown_agent_is_an_error(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["install", "notepad"]) != 0
+    assert "unknown agent notepad" in capsys.readouterr().err
