@@ -44,6 +44,7 @@ test: lint typecheck pytest node
 bench: install
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_vectors.py
+	$(PY) bench/bench_onnx.py
 
 # Quality on the 26-repo semble subset (corpora: ../shared/bench/README.md): per-repo, per-category and
 # overall NDCG@10 beside semble's published numbers. MODE=keyword|hybrid (default: the engine default).
