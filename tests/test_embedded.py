@@ -139,7 +139,7 @@ def test_explicit_model_dir(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     folder.mkdir()
     for item in default_model_dir().iterdir():
         (folder / item.name).symlink_to(item)
-    custom = create_embedded_provider(folder, threads=1, batch_size=4)
+    custom = create_embedded_provider(folder, threads=1, batch_size=4, backend="numpy")
     assert custom.model_id == "embedded:my-bert"
     assert custom.dimensions == 384
     np.testing.assert_allclose(

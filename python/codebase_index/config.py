@@ -177,7 +177,7 @@ class Config(_Section, frozen=True):
     embedded_backend: Annotated[
         Literal["auto", "onnx", "numpy"],
         _m("Engine of the bundled model: onnx (int8, fast), numpy (fp32), auto = onnx where it loads"),
-    ] = "numpy"
+    ] = "auto"
     custom_provider: CustomProviderConfig | None = None
     scope: Annotated[
         Literal["project", "global"], _m("Keep the index in the project or in the user's data folder")

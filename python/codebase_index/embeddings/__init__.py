@@ -3,9 +3,9 @@
 Importing this package loads no weights and no tokenizer: providers load on first use, so a CLI that
 only runs BM25 search pays nothing for them.
 
-The embedded model has two backends: ONNX Runtime with int8 matmuls (onnx_backend.py, several times
-faster, its own model id since quantisation moves vectors) and the numpy fp32 forward pass (minilm.py,
-the fallback wherever onnxruntime cannot load).
+The embedded model has two backends: ONNX Runtime with int8 matmuls (onnx_backend.py, faster) and the
+numpy fp32 forward pass (minilm.py, the fallback wherever onnxruntime cannot load). Their vectors agree
+(cos >= 0.99), so they share the model id and an index.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def create_embedded_provider(
     *,
     threads: int | None = None,
     batch_size: int | None = None,
-    backend: EmbeddedBackend = "numpy",
+    backend: EmbeddedBackend = "auto",
 ) -> EmbeddingProvider:
     """The offline default provider; raises EmbeddingError (with the install command) if the model is absent.
 
