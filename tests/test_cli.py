@@ -113,3 +113,64 @@ def test_corrupt_index_is_reported_and_left_alone(project: Path) -> None:
     assert proc.returncode == 1
     assert "unreadable" in proc.stderr and "Traceback" not in proc.stderr
     assert (index / "codebase.db").read_bytes() == garbage
+
+
+def _many_results_project(root: Path) -> Path:
+    for i in range(30):
+        (root / f"handler_{i}.py").write_text(
+            "".join(f"def handle_order_{i}_{j}(order):\n    return order.total * {j}\n\n" for j in range(8))
+        )
+    return root
+
+
+@pytest.mark.parametrize("command", [["search", "handle", "order", "--top", "50"], ["status"]])
+def test_stdout_closed_early_exits_quietly(project: Path, command: list[str]) -> None:
+    """`codebase-index search ... | head -1`: the reader is gone before the output is written."""
+    _many_results_project(project)
+    assert run("index", str(project), "--keyword-only").returncode == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codebase_index.cli", *command, "--root", str(project)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # nobody reads: every write gets EPIPE
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=300) == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr and "Exception ignored" not in stderr
+
+
+def test_min_score_context_lines_and_config_defaults(project: Path) -> None:
+    _many_results_project(project)
+    assert run("index", str(project), "--keyword-only").returncode == 0
+
+    def hits(*extra: str) -> list[dict[str, object]]:
+        proc = run("search", "--json", "--root", str(project), "handle", "order", "total", *extra)
+        assert proc.returncode == 0, proc.stderr
+        return list(json.loads(proc.stdout)["results"])
+
+    default = hits()
+    assert len(default) == 20, "search.maxResults (20) when --top is not given"
+    scores = sorted(float(str(r["score"])) for r in default)
+    cut = scores[len(scores) // 2]
+    kept = hits("--min-score", str(cut))
+    assert kept and all(float(str(r["score"])) >= cut for r in kept) and len(kept) < len(default)
+
+    (project / ".opencode").mkdir(exist_ok=True)
+    (project / ".opencode" / "codebase-index.json").write_text(
+        json.dumps({"search": {"maxResults": 4, "minScore": cut, "contextLines": 2}})
+    )
+    configured = hits()
+    assert 0 < len(configured) <= 4 and all(float(str(r["score"])) >= cut for r in configured)
+    assert len(hits("--top", "7", "--min-score", "0")) == 7, "flags win over the config"
+
+    shown = run("search", "--root", str(project), "handle_order_3_4", "--top", "1")
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("handler_3.py:13-14")
+    # contextLines 2 from the config: numbered file lines 11..16 around the chunk (lines 13-14).
+    numbered = [line.split()[0] for line in lines[1:] if line.strip()]
+    assert numbered[:6] == ["11", "12", "13", "14", "15", "16"], shown.stdout
+    plain = run("search", "--root", str(project), "handle_order_3_4", "--top", "1", "--context-lines", "0")
+    assert plain.stdout.splitlines()[1].strip() == "def handle_order_3_4(order):"

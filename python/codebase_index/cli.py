@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sqlite3
 import sys
@@ -161,22 +162,37 @@ def _wait_for_embeddings(engine: Engine, *, quiet: bool) -> str:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    """Search; unset --top/--min-score/--context-lines come from the config's `search` section, as they
+    do for the tools (peek keeps its own default of 20 locations)."""
     query = " ".join(args.query).strip()
     if not query:
         raise CliError("the search query is empty")
-    if args.top < 1:
+    if args.top is not None and args.top < 1:
         raise CliError("--top must be at least 1")
+    if getattr(args, "context_lines", None) is not None and args.context_lines < 0:
+        raise CliError("--context-lines must be 0 or more")
     filters = Filters(file_type=args.file_type, directory=args.directory, kind=args.kind)
     if _multi_repo(args):
+        if args.top is None:
+            from .config import load_config
+
+            args.top = load_config(_root(args)).search.max_results
         return _print_results(args, _search_repos(args, query, filters), query)
     engine = _engine(args)
     try:
+        defaults = engine.config.search
+        top = args.top if args.top is not None else defaults.max_results
+        min_score = args.min_score if getattr(args, "min_score", None) is not None else defaults.min_score
+        if getattr(args, "context_lines", None) is None:
+            args.context_lines = defaults.context_lines
         if not engine.has_index():
             engine.index(progress=Progress(sys.stderr, enabled=not args.json))
-        response = engine.search(query, top_k=args.top, filters=filters, mode=args.mode)
+        response = engine.search(query, top_k=top, filters=filters, mode=args.mode)
     finally:
         engine.close()
-    return _print_results(args, response, query)
+    if min_score:
+        response.results = [r for r in response.results if r.score >= min_score]
+    return _print_results(args, response, query, root=engine.root)
 
 
 def _multi_repo(args: argparse.Namespace) -> bool:
@@ -214,7 +230,11 @@ def _search_repos(args: argparse.Namespace, query: str, filters: Filters) -> Sea
         raise CliError(str(exc)) from exc
 
 
-def _print_results(args: argparse.Namespace, response: SearchResponse, query: str) -> int:
+def _print_results(
+    args: argparse.Namespace, response: SearchResponse, query: str, *, root: Path | None = None
+) -> int:
+    from .format import code_block
+
     if args.json:
         payload = msgspec.to_builtins(response)
         for result in payload["results"]:
@@ -228,6 +248,7 @@ def _print_results(args: argparse.Namespace, response: SearchResponse, query: st
     if not response.results:
         print(f"no results for {query!r}")
         return EXIT_OK
+    context = getattr(args, "context_lines", 0) or 0
     for result in response.results:
         label = f"{result.kind} {result.symbol}".strip()
         where = f"[{result.repo}] " if result.repo else ""
@@ -235,6 +256,11 @@ def _print_results(args: argparse.Namespace, response: SearchResponse, query: st
             print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}")
             continue
         print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
+        if context and root is not None:
+            # Numbered lines of the file as it is now, `context` lines either side of the chunk.
+            for line in code_block(result, root=root, context_lines=context):
+                print(f"    {line}")
+            continue
         lines = (result.content or "").splitlines()
         for line in lines[: args.lines]:
             print(f"    {line}")
@@ -492,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="search the index")
     p.add_argument("query", nargs="+", help="what to look for")
     _add_root_arguments(p)
-    p.add_argument("--top", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--top", type=int, default=None, help="number of results (default: search.maxResults, 20)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--mode",
@@ -502,6 +528,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_filter_arguments(p)
     p.add_argument("--lines", type=int, default=6, help="code lines shown per result (default 6)")
+    p.add_argument(
+        "--min-score",
+        type=float,
+        default=None,
+        help="drop results below this score (default: config search.minScore)",
+    )
+    p.add_argument(
+        "--context-lines",
+        type=int,
+        default=None,
+        help="show each result's file lines, numbered, N either side (default: search.contextLines)",
+    )
     _add_repo_arguments(p)
     p.set_defaults(func=cmd_search)
 
@@ -513,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default=None, help="retrieval mode")
     _add_filter_arguments(p)
     _add_repo_arguments(p)
-    p.set_defaults(func=cmd_peek, lines=0)
+    p.set_defaults(func=cmd_peek, lines=0, min_score=0.0, context_lines=0)
 
     p = sub.add_parser("similar", help="code similar in meaning to a snippet or to the chunk at PATH:LINE")
     p.add_argument("snippet", nargs="*", help="a code snippet ('-' reads it from stdin)")
@@ -612,6 +650,15 @@ def cmd_install(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _stdout_closed() -> int:
+    """The reader went away (`search ... | head -1`): what it read is what it wanted; exit quietly, with
+    stdout pointed at /dev/null so the interpreter's final flush cannot complain either."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -620,7 +667,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
         return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except (CliError, ConfigError, StoreError, FileNotFoundError) as exc:
         print(f"codebase-index: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
