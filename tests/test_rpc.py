@@ -377,3 +377,17 @@ def test_invalid_config_is_reported_as_a_config_error(project: Path, tmp_path: P
         assert proc.call("search", {"query": "x"})["error"]["code"] == tools.CONFIG_ERROR
     finally:
         assert proc.close() == 0
+
+
+@pytest.mark.parametrize("module", ["codebase_index.cli", "codebase_index.rpc"])
+def test_unusable_project_root_is_answered_with_a_config_error(tmp_path: Path, module: str) -> None:
+    missing = tmp_path / "nowhere"
+    proc = Sidecar(missing, tmp_path / "index", module=module)
+    try:
+        for method in ("initialize", "search"):
+            reply = proc.call(method, {"query": "x"} if method == "search" else {})
+            assert reply["error"]["code"] == tools.CONFIG_ERROR
+            assert f"the project root {missing} does not exist" in reply["error"]["message"]
+        assert proc.call("shutdown")["result"] is None
+    finally:
+        assert proc.close() == 1

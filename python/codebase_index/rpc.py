@@ -29,6 +29,7 @@ import msgspec
 from . import __version__, tools
 from .index_dir import make_index_dir
 from .tools import (
+    CONFIG_ERROR,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -473,10 +474,37 @@ def _refuse(message: str, inp: BinaryIO, out: BinaryIO, wait: float = 5.0) -> No
             out.flush()
 
 
+def _answer_all(message: str, inp: BinaryIO, out: BinaryIO) -> None:
+    """A sidecar that cannot serve (its project root is unusable) still speaks the protocol: every request
+    is answered -32004 with the reason, `shutdown` with null, until stdin closes."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in iter(lambda: inp.readline(MAX_LINE_BYTES), b""):
+            try:
+                msg = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                continue
+            if not isinstance(msg, dict) or not _valid_id(msg.get("id")):
+                continue  # notifications are not answered
+            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": msg["id"]}
+            if msg.get("method") == "shutdown":
+                reply["result"] = None
+            else:
+                reply["error"] = {"code": CONFIG_ERROR, "message": message}
+            out.write(msgspec.json.encode(reply) + b"\n")
+            out.flush()
+            if msg.get("method") == "shutdown":
+                return
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     root = Path(args.project or os.environ.get("CODEBASE_INDEX_ROOT") or Path.cwd())
     if not root.is_dir():
-        print(f"codebase-index serve: error: project root {root} is not a directory", file=sys.stderr)
+        problem = "does not exist" if not root.exists() else "is not a directory"
+        message = (
+            f"configuration error: the project root {root} {problem}; start the sidecar with --project DIR"
+        )
+        print(f"codebase-index serve: error: {message}", file=sys.stderr)
+        _answer_all(message, sys.stdin.buffer, _protocol_stdout())
         return 1
     out = _protocol_stdout()
     inp: BinaryIO = sys.stdin.buffer
