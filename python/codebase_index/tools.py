@@ -1740,6 +1740,27 @@ def render_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_protocol_methods() -> str:
+    """plugin/PROTOCOL.md's request table: every JSON-RPC method the sidecar serves, from the same specs
+    (so the document cannot name a method that does not exist)."""
+    lines = [
+        "| method | tool | params | result |",
+        "| --- | --- | --- | --- |",
+        "| `initialize` | - | `{clientName?: string, clientVersion?: string}` | `{name: \"codebase-index\", "
+        "version, protocolVersion: 1, tools: [{name, method, description, inputSchema}], index: IndexSummary}` |",
+    ]
+    for spec in TOOLS:
+        schema = input_schema(spec.params)
+        required = set(schema.get("required", []))
+        params = ", ".join(
+            f"{name}" if name in required else f"{name}?" for name in schema.get("properties", {})
+        )
+        result = "`{text, data}`" + ("; sends `$/progress` while running" if spec.method == "index" else "")
+        lines.append(f"| `{spec.method}` | `{spec.name}` | {params or '-'} | {result} |")
+    lines.append("| `shutdown` | - | none | `null` |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codebase_index.tools", description=__doc__)
     parser.add_argument("--emit", choices=["json", "ts", "markdown"], required=True)
