@@ -47,7 +47,8 @@ def test_protocol_method_table_is_current_and_names_only_real_methods() -> None:
     assert readme.block(text, "protocol-methods").strip() == readme.BLOCKS["protocol-methods"]().strip(), (
         f"plugin/PROTOCOL.md's method table is stale: run `{readme.UPDATE_HINT}`"
     )
-    rows = re.findall(r"^\| `([a-z_]+)` \| (?:`([a-z_]+)`|-) \|", readme.block(text, "protocol-methods"), re.M)
+    table = readme.block(text, "protocol-methods")
+    rows = re.findall(r"^\| `([a-z_]+)` \| (?:`([a-z_]+)`|-) \|", table, re.M)
     assert {m for m, _ in rows} == {*tools.BY_METHOD, "initialize", "shutdown"}
     assert all(tools.BY_METHOD[m].name == name for m, name in rows if name)
     # Any other snake_case identifier the document quotes must be a real method or tool name.

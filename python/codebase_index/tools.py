@@ -1746,8 +1746,9 @@ def render_protocol_methods() -> str:
     lines = [
         "| method | tool | params | result |",
         "| --- | --- | --- | --- |",
-        "| `initialize` | - | `{clientName?: string, clientVersion?: string}` | `{name: \"codebase-index\", "
-        "version, protocolVersion: 1, tools: [{name, method, description, inputSchema}], index: IndexSummary}` |",
+        '| `initialize` | - | `{clientName?: string, clientVersion?: string}` | `{name: "codebase-index", '
+        "version, protocolVersion: 1, tools: [{name, method, description, inputSchema}], "
+        "index: IndexSummary}` |",
     ]
     for spec in TOOLS:
         schema = input_schema(spec.params)
