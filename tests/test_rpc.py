@@ -177,7 +177,11 @@ def test_search_round_trip_after_index_with_progress(sidecar: Sidecar) -> None:
     report = sidecar.wait_for(index_id)["result"]
     assert report["data"]["files"] == 2
     assert "indexed 2 files" in report["text"]
-    progress = [n["params"] for n in sidecar.notifications if n["method"] == "$/progress"]
+    progress = [
+        n["params"]
+        for n in sidecar.notifications
+        if n["method"] == "$/progress" and n["params"]["phase"] != "embed"  # the background job's, below
+    ]
     assert progress, "index sent no $/progress"
     assert all(p["requestId"] == index_id for p in progress)
     assert {"discover", "chunk", "write"} <= {p["phase"] for p in progress}
@@ -391,3 +395,32 @@ def test_unusable_project_root_is_answered_with_a_config_error(tmp_path: Path, m
         assert proc.call("shutdown")["result"] is None
     finally:
         assert proc.close() == 1
+
+
+def test_background_embedding_reports_progress_under_the_index_request(sidecar: Sidecar) -> None:
+    """The embedding phase (the longest) is covered too: after `index` answers, the background job sends
+    `$/progress` phase "embed" under the index request's id, up to done == total, with rate and ETA."""
+    index_id = sidecar.send("index", {})
+    assert "result" in sidecar.wait_for(index_id)
+
+    def embed_events() -> list[dict[str, Any]]:
+        return [
+            n["params"]
+            for n in sidecar.notifications
+            if n["method"] == "$/progress" and n["params"]["phase"] == "embed"
+        ]
+
+    with sidecar._cond:
+        finished = sidecar._cond.wait_for(
+            lambda: any(p["done"] == p["total"] > 0 for p in embed_events()), WAIT
+        )
+    events = embed_events()
+    assert finished, f"no final embed progress: {events}; stderr: {sidecar.stderr.decode(errors='replace')}"
+    assert all(p["requestId"] == index_id for p in events)
+    assert [p["done"] for p in events] == sorted(p["done"] for p in events)
+    assert all(set(p) <= {"requestId", "phase", "done", "total", "rate", "etaSeconds"} for p in events)
+    last = events[-1]
+    assert last["done"] == last["total"]
+    assert last["rate"] > 0 and last["etaSeconds"] == 0, "the job's pace and time left"
+    status = sidecar.result("status")["data"]["embeddings"]
+    assert status["embedded"] == status["total"] == last["total"]

@@ -120,6 +120,8 @@ class Sidecar:
         self._changed_paths: set[str] = set()  # from notify/filesChanged, for a path-level re-index
         self._full_reindex = False
         runtime.watch_enabled = True  # the sidecar owns the file watcher
+        # The background embedding job (after `index`, a watcher run or a resumed session) reports too.
+        runtime.embed_progress = lambda params: self.notify("$/progress", params)
         # Background indexing leaves a core to the searches the sidecar answers meanwhile.
         from .embeddings import reserve_cores_for_queries
 
@@ -339,6 +341,7 @@ class Sidecar:
         ctx = CallContext(
             progress=self._progress_fn(req),
             cancelled=lambda: req.cancelled.is_set(),
+            request_id=req.id,
         )
         try:
             result = tools.call(self.rt, req.method, params, ctx)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("codebase_index.tools")
 
 PROTOCOL_VERSION = 1
+EMBED_PROGRESS_INTERVAL = 0.5  # seconds between two background "embed" progress notifications
 SERVER_NAME = "codebase-index"
 DEFAULT_INDEX_SUBDIR = (".opencode", "index")
 
@@ -400,10 +401,14 @@ class CallContext:
     """Per-call hooks a transport passes in: where progress goes and how to tell the call was cancelled."""
 
     def __init__(
-        self, progress: ProgressFn | None = None, cancelled: Callable[[], bool] | None = None
+        self,
+        progress: ProgressFn | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        request_id: int | str | None = None,
     ) -> None:
         self._progress = progress
         self._cancelled = cancelled or (lambda: False)
+        self.request_id = request_id  # the transport's id: background work it starts reports under it
 
     def is_cancelled(self) -> bool:
         return self._cancelled()
@@ -546,6 +551,10 @@ class Runtime:
         self._embed_stop = threading.Event()
         self._embed_again = threading.Event()
         self.last_embed_error: str | None = None
+        # Set by the sidecar: where the background embedding job's progress goes (`$/progress`, phase
+        # "embed"), with the id of the request that started it (None: a watcher or a resumed job).
+        self.embed_progress: Callable[[dict[str, Any]], None] | None = None
+        self._embed_request: int | str | None = None
         self._savings: Any = None
         self._repos: LocalBackend | None = None
 
@@ -580,10 +589,13 @@ class Runtime:
             log.warning("savings not recorded for %s: %s", tool, exc)
             return None
 
-    def start_embedding(self) -> bool:
+    def start_embedding(self, request_id: int | str | None = None) -> bool:
         """Embed pending chunks in a background thread (keyword search keeps answering meanwhile); a call
-        while one runs makes it go round once more, so chunks from the latest index run are not missed."""
+        while one runs makes it go round once more, so chunks from the latest index run are not missed.
+        `request_id`: the request whose work this finishes; progress is reported under it."""
         with self._engines_lock:
+            if request_id is not None:
+                self._embed_request = request_id
             if self._embed_thread is not None and self._embed_thread.is_alive():
                 self._embed_again.set()
                 return False
@@ -597,11 +609,42 @@ class Runtime:
         thread = self._embed_thread
         return thread is not None and thread.is_alive()
 
+    def _embed_reporter(self) -> Callable[[int, int], None] | None:
+        """The job's (done, total) as `$/progress` params with the rate and the time left, at most one
+        every EMBED_PROGRESS_INTERVAL seconds plus the last."""
+        sink = self.embed_progress
+        if sink is None:
+            return None
+        started = time.monotonic()
+        first: list[int] = []
+        last = [0.0]
+
+        def report(done: int, total: int) -> None:
+            now = time.monotonic()
+            if not first:
+                first.append(done)
+            if done < total and now - last[0] < EMBED_PROGRESS_INTERVAL:
+                return
+            last[0] = now
+            params: dict[str, Any] = {"requestId": self._embed_request, "phase": "embed", "done": done}
+            params["total"] = total
+            elapsed, moved = now - started, done - first[0]
+            if elapsed > 0 and moved > 0:
+                rate = moved / elapsed
+                params["rate"] = round(rate, 2)
+                params["etaSeconds"] = round(max(0, total - done) / rate, 1)
+            with contextlib.suppress(Exception):  # a closed client must not stop the job
+                sink(params)
+
+        return report
+
     def _embed_loop(self) -> None:
         while not self._embed_stop.is_set():
             self._embed_again.clear()
             try:
-                report = self.writer().embed(stop=self._embed_stop, wait_for_lock=False)
+                report = self.writer().embed(
+                    progress=self._embed_reporter(), stop=self._embed_stop, wait_for_lock=False
+                )
                 self.last_embed_error = report.error if report is not None else None
                 if report is not None:
                     log.info(
@@ -1081,7 +1124,7 @@ def handle_index(rt: Runtime, p: IndexParams, call: CallContext) -> ToolResult:
         report.files_removed,
         report.seconds,
     )
-    rt.start_embedding()
+    rt.start_embedding(call.request_id)
     data = msgspec.to_builtins(report)
     if p.verbose:
         data["skippedFiles"] = [msgspec.to_builtins(s) for s in skipped]
