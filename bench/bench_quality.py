@@ -47,6 +47,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "quality-results.json")
     parser.add_argument("--compare", default="semble,semble_bm25,bm25_raw")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--ranker", choices=["rules", "learned"], help="search.ranker (default: the config's)"
+    )
     args = parser.parse_args()
     embedder.EMBED_HEADER = args.header
 
@@ -68,6 +71,10 @@ def main() -> int:
         if args.backend:
             config = msgspec.structs.replace(config, embedded_backend=args.backend)
         engine = Engine(root, config, index_path=args.index_root / name)
+        if args.ranker:
+            engine.config = msgspec.structs.replace(
+                engine.config, search=msgspec.structs.replace(engine.config.search, ranker=args.ranker)
+            )
         t0 = time.perf_counter()
         report = None if args.no_index else engine.index()
         if args.backend and not args.no_index:

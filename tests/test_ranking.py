@@ -880,10 +880,13 @@ def guarantee_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 
 def _ranked(engine: Engine, query: str, ranker: str) -> list[tuple[str, str]]:
+    engine.config = msgspec.structs.replace(
+        engine.config, search=msgspec.structs.replace(engine.config.search, ranker=ranker)
+    )
     return [(r.path, r.symbol) for r in engine.search(query, mode="keyword").results]
 
 
-@pytest.mark.parametrize("ranker", ["rules"])
+@pytest.mark.parametrize("ranker", ["rules", "learned"])
 def test_a_query_quoted_from_one_chunk_ranks_that_chunk_first(guarantee_engine: Engine, ranker: str) -> None:
     # Lines of one chunk, quoted verbatim (re-indented: whitespace runs count as one space).
     quoted = "key, _, value = line.partition('=')\n values[key.strip()] = value.strip()"
@@ -894,13 +897,13 @@ def test_a_query_quoted_from_one_chunk_ranks_that_chunk_first(guarantee_engine: 
     )
 
 
-@pytest.mark.parametrize("ranker", ["rules"])
+@pytest.mark.parametrize("ranker", ["rules", "learned"])
 def test_an_identifier_naming_one_definition_ranks_it_first(guarantee_engine: Engine, ranker: str) -> None:
     for name, path in [("parse_settings", "app/settings.py"), ("serve_forever", "app/server.py")]:
         assert _ranked(guarantee_engine, name, ranker)[0] == (path, name)
 
 
-@pytest.mark.parametrize("ranker", ["rules"])
+@pytest.mark.parametrize("ranker", ["rules", "learned"])
 def test_a_relation_question_is_answered_by_the_caller(guarantee_engine: Engine, ranker: str) -> None:
     # "who calls load_settings": its callers (start_server, the test), not its definition, come first.
     top = _ranked(guarantee_engine, "who calls load_settings", ranker)[:2]
@@ -921,3 +924,30 @@ def test_guarantees_promote_only_a_unique_match() -> None:
     assert guarantees(ranked, parse_query("some text here"), cands, [2, 3]) == ranked
     two = [*cands, Candidate(2, "c.py", "target", "function", 2.0)]
     assert guarantees(ranked, parse_query("target"), two, []) == ranked
+
+
+@pytest.mark.parametrize("ranker", ["rules", "learned"])
+def test_a_pasted_message_with_words_around_it_ranks_the_raising_site_first(
+    guarantee_engine: Engine, ranker: str
+) -> None:
+    for query in (
+        "why does it fail with must be free before serving",
+        "getting settings port must be free when I start it",
+    ):
+        assert _ranked(guarantee_engine, query, ranker)[0] == ("app/server.py", "serve_forever")
+
+
+def test_verbatim_spans_count_messages_in_reporting_lines_only() -> None:
+    from codebase_index.ranking.query import message_holder, verbatim_spans
+
+    q = parse_query("why does it fail with unsupported compression method")
+    texts = [
+        (1, "raise CompressionError('unsupported compression method')"),
+        (2, "doc = 'unsupported compression method'"),  # a string, but not reported
+        (3, 'log.warning("unsupported compression")'),  # reported, but a shorter run
+    ]
+    spans = verbatim_spans(q, texts)
+    assert spans == {1: 3, 2: 0, 3: 2}
+    assert message_holder(spans) == 1
+    assert message_holder({1: 3, 2: 3}) is None  # two holders: nothing is promoted
+    assert message_holder({1: 2}) is None  # too short to be a message

@@ -112,6 +112,10 @@ class SearchConfig(_Section, frozen=True):
             ge=1,
         ),
     ] = 2000
+    ranker: Annotated[
+        Literal["rules", "learned"],
+        _m("Candidate scorer: the hand-set rules or the model fitted on generated training queries"),
+    ] = "rules"
     bm25: Bm25Config = msgspec.field(default_factory=Bm25Config)
 
 

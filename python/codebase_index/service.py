@@ -11,7 +11,7 @@ import sqlite3
 import threading
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -47,13 +47,15 @@ from .ranking import (
     ParsedQuery,
     exact_matches,
     is_quotation,
+    may_hold_message,
     may_quote,
     merge_external,
     parse_query,
     quotes_query,
     rank_hits,
+    verbatim_spans,
 )
-from .ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
+from .ranking.query import MESSAGE_CANDIDATES, VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from .resilience import (
     QUERY_EMBEDDING,
     RERANKER,
@@ -160,6 +162,7 @@ def fuse(
     verbatim: bool = False,
     relation: Sequence[int] = (),
     exact: Sequence[int] = (),
+    spans: Mapping[int, int] | None = None,
 ) -> list[Hit]:
     """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
     may be empty), final order out: fusion, then the code-aware rerank of `ranking.rank_hits`.
@@ -180,6 +183,7 @@ def fuse(
         verbatim=verbatim,
         relation=relation,
         exact=exact,
+        spans=spans,
     )
     return [Hit(d, s) for d, s in ranked]
 
@@ -671,13 +675,16 @@ class Engine:
         relation = self._relation_candidates(parsed, snap, mask)
         texts = self._head_texts(parsed, snap, keyword_hits)
         exact = exact_matches(parsed, texts.items()) if is_quotation(parsed) else []
+        spans = verbatim_spans(parsed, texts.items()) if may_hold_message(parsed) else {}
 
         def keyword_only(strategy: str, note: str = "") -> SearchResponse:
             hits = keyword_hits
             if mode == "semantic":  # a semantic search whose query could not be embedded
                 hits = self._keyword_candidates(parsed, snap, mask, pool)[1]
             ranked, rerank_note = self._external_rerank(
-                query, snap, fuse(parsed, snap, hits, [], self.config, relation=relation, exact=exact)
+                query,
+                snap,
+                fuse(parsed, snap, hits, [], self.config, relation=relation, exact=exact, spans=spans),
             )
             return self._response(query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
 
@@ -710,6 +717,7 @@ class Engine:
                 verbatim,
                 relation=relation,
                 exact=exact,
+                spans=spans,
             ),
         )
         strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
@@ -759,12 +767,14 @@ class Engine:
     def _head_texts(
         self, parsed: ParsedQuery, snap: KeywordSnapshot, keyword_hits: Sequence[Hit]
     ) -> dict[int, str]:
-        """The texts of the best keyword candidates, read only for a query the literal checks apply to
-        (three or more words, or pasted code): `_quotes_query` and `exact_matches` read them."""
+        """The texts of the best keyword candidates (the exact-text retriever's evidence), read only for a
+        query some literal check applies to (`exact_matches`, `verbatim_spans`, `_quotes_query`): three or
+        more words or pasted code, and quoted, pasted or a possible message. Descriptions read nothing."""
         if len(parsed.plain_words) < VERBATIM_MIN_WORDS and not parsed.code_like:
             return {}
-
-        docs = [h.doc for h in keyword_hits[:VERBATIM_CANDIDATES]]
+        if not (is_quotation(parsed) or may_hold_message(parsed) or may_quote(parsed)):
+            return {}
+        docs = [h.doc for h in keyword_hits[:MESSAGE_CANDIDATES]]
         texts = self._chunk_texts([snap.docs[d].chunk_id for d in docs])
         return {d: texts.get(snap.docs[d].chunk_id, "") for d in docs}
 
@@ -773,7 +783,8 @@ class Engine:
         hybrid fusion then leans on keywords as for pasted code."""
         if not may_quote(parsed):
             return False
-        return quotes_query(parsed, ((snap.docs[d].path, text) for d, text in texts.items()))
+        best = list(texts.items())[:VERBATIM_CANDIDATES]
+        return quotes_query(parsed, ((snap.docs[d].path, text) for d, text in best))
 
     def _external_rerank(self, query: str, snap: KeywordSnapshot, hits: list[Hit]) -> tuple[list[Hit], str]:
         """Let the configured rerank API reorder the head of the deterministic order; on ANY failure

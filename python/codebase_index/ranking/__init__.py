@@ -32,10 +32,12 @@ from .query import (
     identifier_keyword_weight,
     is_quotation,
     keyword_query,
+    may_hold_message,
     may_quote,
     parse_query,
     quotes_query,
     verbatim_run,
+    verbatim_spans,
 )
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "identifier_keyword_weight",
     "is_quotation",
     "keyword_query",
+    "may_hold_message",
     "may_quote",
     "merge_external",
     "parse_query",
@@ -72,4 +75,5 @@ __all__ = [
     "stem_overlap",
     "superseded_dirs",
     "verbatim_run",
+    "verbatim_spans",
 ]

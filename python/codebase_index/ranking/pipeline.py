@@ -4,18 +4,45 @@ code-aware features, keep the tail in fused order; and the merge of an external 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import weakref
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..search import Hit, KeywordSnapshot
 from .features import definition_score, path_stem_weights, shadowed_private, superseded_dirs
 from .fusion import fuse
+from .learned import Evidence, rank_learned
 from .model import Candidate, RankParams, rank
-from .query import ParsedQuery
+from .query import ParsedQuery, message_holder
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
+
+
+class Captured(NamedTuple):
+    """One rank stage's input as the scorer saw it (`capture`): for fitting the model."""
+
+    parsed: ParsedQuery
+    candidates: list[Candidate]
+    evidence: Evidence
+    path_weights: dict[str, float]
+
+
+_CAPTURE: contextvars.ContextVar[list[Captured] | None] = contextvars.ContextVar("rank_capture", default=None)
+
+
+@contextlib.contextmanager
+def capture() -> Iterator[list[Captured]]:
+    """Record every rank stage run inside the block (the training script's feature extraction reads
+    the engine's real candidates this way, not a re-implementation of the search)."""
+    found: list[Captured] = []
+    token = _CAPTURE.set(found)
+    try:
+        yield found
+    finally:
+        _CAPTURE.reset(token)
 
 
 _LAYOUT: weakref.WeakKeyDictionary[
@@ -51,6 +78,7 @@ def rank_hits(
     verbatim: bool = False,
     relation: Sequence[int] = (),
     exact: Sequence[int] = (),
+    spans: Mapping[int, int] | None = None,
 ) -> list[Hit]:
     """THE ranking entry point of every search mode: fuse the retrievers' candidates (either list may
     be empty), rerank the best `config.rerank_top_n` with the code-aware signals, keep the rest after
@@ -58,7 +86,9 @@ def rank_hits(
     document's keyword score, `verbatim` says a keyword candidate quotes the query (see `fusion.fuse`).
     `relation`: the documents the code graph answers a relation question with (the callers of X, best
     first); they join the head as candidates with their relation as a feature. `exact`: the keyword
-    candidates whose text holds the whole query verbatim (see `guarantees`)."""
+    candidates whose text holds the whole query verbatim (see `guarantees`); `spans`: the longest verbatim
+    run of the query's words in each candidate whose text was read (`query.verbatim_spans`)."""
+    spans = spans or {}
     docs = snap.docs
     ordered = fuse(
         parsed, keyword_hits, semantic_hits, config, lambda d: docs[d].path, params, keyword_score, verbatim
@@ -82,8 +112,21 @@ def rank_hits(
         candidates.append(
             Candidate(d, path, doc.symbol, doc.kind, s, bool(old) and path.startswith(old), path in shadowed)
         )
-    ranked = rank(candidates, parsed, params, path_weights, related)
-    out = guarantees([Hit(r.doc, r.score) for r in ranked], parsed, candidates, exact)
+    recording = _CAPTURE.get()
+    if config.ranker == "learned" or recording is not None:
+        evidence = Evidence(
+            {d: (s, r) for r, (d, s) in enumerate(keyword_hits)},
+            {d: (s, r) for r, (d, s) in enumerate(semantic_hits)},
+            related,
+            spans,
+        )
+        if recording is not None:
+            recording.append(Captured(parsed, candidates, evidence, path_weights))
+    if config.ranker == "learned":
+        ranked = rank_learned(candidates, parsed, evidence, path_weights)
+    else:
+        ranked = rank(candidates, parsed, params, path_weights, related)
+    out = guarantees([Hit(r.doc, r.score) for r in ranked], parsed, candidates, exact, spans)
     if tail:
         # The tail keeps its fused order, scaled to sit strictly below the reranked head.
         floor = min((r.score for r in ranked), default=1.0)
@@ -93,14 +136,22 @@ def rank_hits(
 
 
 def guarantees(
-    ranked: list[Hit], parsed: ParsedQuery, candidates: Sequence[Candidate], exact: Sequence[int]
+    ranked: list[Hit],
+    parsed: ParsedQuery,
+    candidates: Sequence[Candidate],
+    exact: Sequence[int],
+    spans: Mapping[int, int] | None = None,
 ) -> list[Hit]:
-    """What no scorer may trade away: a query one chunk alone holds verbatim ranks that chunk first; a
-    lone identifier that exactly one candidate defines ranks that definition first (a relation question
-    names a symbol to find its callers, so not there). The promoted chunk takes the top score."""
+    """What no scorer may trade away: a query one chunk alone holds verbatim ranks that chunk first; else
+    the one chunk holding the longest verbatim stretch of it (a pasted message with words around it:
+    `query.message_holder`); a lone identifier that exactly one candidate defines ranks that definition
+    first (a relation question names a symbol to find its callers, so not there). The promoted chunk
+    takes the top score."""
     first: int | None = None
     if len(exact) == 1:
         first = exact[0]
+    elif spans and (holder := message_holder(dict(spans))) is not None:
+        first = holder
     elif parsed.symbol_query and parsed.relation is None:
         defining = [c.doc for c in candidates if definition_score(c.symbol, parsed) >= 1.0]
         if len(defining) == 1:

@@ -1,0 +1,95 @@
+"""Fitting the learned ranker's weights from a training table (`bench/train_ranker.py extract` writes
+one): listwise softmax cross-entropy over each query's candidates (the target mass spread over its
+relevant ones by gain) with L2, full-batch Adam from zero weights on standardised features, a fixed
+number of steps. numpy only and deterministic: the same table and seed give the same weights, which is
+what the test of the shipped `weights.json` checks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .learned import FEATURES, LinearModel
+from .query import STYLES
+
+# Fit settings (part of what makes a table give one answer).
+STEPS = 400
+LEARNING_RATE = 0.05
+L2 = 1e-3
+# Target weight of a chunk in a relevant file whose lines miss the target (the table stores it as
+# STORED_FILE_GAIN): the metrics count the right file at file level and the right chunk at chunk level.
+FILE_GAIN = 0.25
+STORED_FILE_GAIN = 0.25
+
+
+def load_table(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        table = {k: data[k] for k in data.files}
+    if tuple(table["features"].tolist()) != FEATURES:
+        raise ValueError(f"{path}: extracted with another feature list; run extract again")
+    return table
+
+
+def _rows(table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x [N, F], each row's target probability [N], query starts) over the queries that have a
+    relevant candidate, rows grouped by query (the table stores them so)."""
+    qid = table["qid"].astype(np.int64)
+    g = table["gain"].astype(np.float64)
+    g = np.where(np.isclose(g, STORED_FILE_GAIN), FILE_GAIN, g)
+    n_q = int(qid.max()) + 1
+    total = np.bincount(qid, weights=g, minlength=n_q)
+    keep = total[qid] > 0
+    qid, g = qid[keep], g[keep]
+    x = table["x"][keep].astype(np.float64)
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    return x, g / total[qid], starts
+
+
+def fit(table: dict[str, np.ndarray], steps: int = STEPS, seed: int = 0) -> LinearModel:
+    """Listwise softmax fit (see the module docstring); deterministic for a table and seed (`seed` fixes
+    nothing random today: the fit is full-batch from zero weights; it is kept so a future sampled fit
+    stays reproducible)."""
+    del seed
+    x, target, starts = _rows(table)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = (x - mean) / scale
+    sizes = np.diff(np.r_[starts, len(z)])
+    n_q = len(starts)
+    w = np.zeros(z.shape[1])
+    m1 = np.zeros_like(w)
+    m2 = np.zeros_like(w)
+    b1, b2, eps = 0.9, 0.999, 1e-8
+    for step in range(1, steps + 1):
+        s = z @ w
+        s = s - np.repeat(np.maximum.reduceat(s, starts), sizes)
+        e = np.exp(s)
+        p = e / np.repeat(np.add.reduceat(e, starts), sizes)
+        grad = z.T @ (p - target) / n_q + L2 * w
+        m1 = b1 * m1 + (1 - b1) * grad
+        m2 = b2 * m2 + (1 - b2) * grad * grad
+        w -= LEARNING_RATE * (m1 / (1 - b1**step)) / (np.sqrt(m2 / (1 - b2**step)) + eps)
+    raw = w / scale
+    return LinearModel(FEATURES, raw, float(-(raw * mean).sum()))
+
+
+def mrr_by_style(table: dict[str, np.ndarray], scores: np.ndarray) -> dict[str, float]:
+    """MRR@10 of an order of the table's candidates (higher score first; chunk gain 1 counts as found),
+    per style and overall."""
+    qid = table["qid"]
+    out: dict[str, list[float]] = {}
+    order = np.lexsort((-scores, qid))
+    starts = np.flatnonzero(np.r_[True, np.diff(qid[order]) != 0])
+    ends = np.r_[starts[1:], len(order)]
+    for a, b in zip(starts, ends, strict=True):
+        rows = order[a:b]
+        q = int(qid[rows[0]])
+        hits = np.flatnonzero(table["gain"][rows][:10] >= 1.0)
+        rr = 1.0 / (1 + hits[0]) if len(hits) else 0.0
+        style = STYLES[int(table["style"][q])]
+        out.setdefault(style, []).append(rr)
+        out.setdefault("ALL", []).append(rr)
+    return {k: float(np.mean(v)) for k, v in sorted(out.items())}

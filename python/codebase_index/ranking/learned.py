@@ -1,0 +1,240 @@
+"""The fitted scorer: one feature vector per candidate, a linear model over it, fitted on generated
+training queries from repositories the project is never evaluated on (`bench/train_ranker.py`).
+
+Every signal of the hand-set scorer (`model.rank`) is a feature here instead of a constant: each
+retriever's score and rank, definition, identifier-stem and path matches, file kinds, file coherence
+and mass, the graph relation, and the query style, alone and crossed with the main signals (a
+definition match means more to an identifier than to a description). The weights ship as
+`weights.json` beside this module; `make train-ranker` rebuilds them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from .features import (
+    _file_kinds,
+    definition_score,
+    file_coherence,
+    file_mass,
+    path_score,
+    stem_overlap,
+)
+from .model import Candidate, Ranked, diversify
+from .query import STYLES, ParsedQuery, message_holder
+
+WEIGHTS_FILE = Path(__file__).with_name("weights.json")
+
+# Signals each retriever or feature gives a candidate, before the style crosses.
+BASE_FEATURES = (
+    "fused",  # first-stage (fused) score / the head's best
+    "fused_sqrt",
+    "fused_rr",  # 1 / (1 + position in the fused order)
+    "fused_log",  # log of it: the hand-set scorer's multiplicative file-kind factors are additive here
+    "kw",  # keyword score / the head's best keyword score (0: not a keyword candidate)
+    "kw_rr",  # 1 / (1 + keyword rank)
+    "sem",  # cosine of the vector candidate (0: not a vector candidate)
+    "sem_rr",
+    "both",  # found by both retrievers
+    "definition",  # `definition_score`
+    "definition_fused",  # definition x sqrt(fused): a definition the retrievers also like
+    "stem",  # `stem_overlap`
+    "path",  # `path_score`
+    "path_fused",
+    "test",  # a test file the query did not ask for
+    "example",
+    "vendor",
+    "compat",
+    "stub",
+    "doc",
+    "superseded",
+    "shadowed",
+    "coherence",  # `file_coherence` over the file's candidates
+    "mass",  # `file_mass` of the candidate's file
+    "file_best",  # the best-scored candidate of its file
+    "named",  # the chunk defines a symbol (not a module-level or text chunk)
+    "relation",  # the graph names it as the relation the query asks about (a caller of X)
+    "relation_target",  # defines the symbol a relation question names (not the answer)
+    "verbatim",  # longest verbatim run of the query's words in the chunk / the query's words
+    "message_holder",  # the one chunk holding the longest such run (`query.message_holder`)
+)
+# Crossed with each style: the signals whose worth depends most on what kind of query it is.
+CROSSED = ("fused", "kw", "sem", "definition", "path", "test", "mass")
+FEATURES = (
+    *BASE_FEATURES,
+    *(f"style_{s}" for s in STYLES),
+    *(f"{name}*{s}" for s in STYLES for name in CROSSED),
+)
+_INDEX = {name: i for i, name in enumerate(FEATURES)}
+_CROSS = tuple((_INDEX[name], i) for i, name in enumerate(BASE_FEATURES) if name in CROSSED)
+
+# Final-order diversification as in the hand-set scorer (a file's n-th chunk keeps decay**n).
+REPEAT_DECAY = 0.5
+
+
+class Evidence(NamedTuple):
+    """What each retriever said about the fused head, by document: (score, 0-based rank)."""
+
+    keyword: Mapping[int, tuple[float, int]]
+    semantic: Mapping[int, tuple[float, int]]
+    relation: frozenset[int] = frozenset()  # documents the code graph answers the relation with
+    spans: Mapping[int, int] = {}  # longest verbatim run of the query's words, by document read
+
+
+def feature_matrix(
+    cands: Sequence[Candidate],
+    parsed: ParsedQuery,
+    evidence: Evidence,
+    path_weights: Mapping[str, float] | None = None,
+) -> np.ndarray:
+    """One row of `FEATURES` per candidate (in the fused order given)."""
+    n = len(cands)
+    x = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    if not n:
+        return x
+    top = max(c.score for c in cands)
+    scale = 1.0 / top if top > 0 else 1.0
+    kw_top = max((s for s, _ in evidence.keyword.values()), default=0.0)
+    kw_scale = 1.0 / kw_top if kw_top > 0 else 0.0
+    per_path: dict[str, tuple[float, tuple[bool, ...]]] = {}
+    by_file: dict[str, list[float]] = {}
+    fused = [max(0.0, c.score * scale) for c in cands]
+    for c, f in zip(cands, fused, strict=True):
+        by_file.setdefault(c.path, []).append(f)
+    mass = file_mass(by_file)
+    coherence = {p: file_coherence(v, 3) for p, v in by_file.items()}
+    best_of: dict[str, int] = {}
+    for i, c in enumerate(cands):
+        if c.path not in best_of or fused[i] > fused[best_of[c.path]]:
+            best_of[c.path] = i
+    relation_target = parsed.relation is not None
+    holder = message_holder(dict(evidence.spans)) if evidence.spans else None
+    n_words = max(1, len(parsed.plain_words))
+    col = _INDEX
+    for i, c in enumerate(cands):
+        row = x[i]
+        f = fused[i]
+        root = math.sqrt(f)
+        row[col["fused"]] = f
+        row[col["fused_sqrt"]] = root
+        row[col["fused_rr"]] = 1.0 / (1 + i)
+        row[col["fused_log"]] = math.log(f + 1e-3)
+        kw = evidence.keyword.get(c.doc)
+        sem = evidence.semantic.get(c.doc)
+        if kw is not None:
+            row[col["kw"]] = max(0.0, kw[0] * kw_scale)
+            row[col["kw_rr"]] = 1.0 / (1 + kw[1])
+        if sem is not None:
+            row[col["sem"]] = max(0.0, sem[0])
+            row[col["sem_rr"]] = 1.0 / (1 + sem[1])
+        row[col["both"]] = float(kw is not None and sem is not None)
+        d = definition_score(c.symbol, parsed) if parsed.identifiers else 0.0
+        if relation_target and d >= 1.0:
+            row[col["relation_target"]] = 1.0
+            d = 0.0
+        row[col["definition"]] = d
+        row[col["definition_fused"]] = d * root
+        row[col["stem"]] = stem_overlap(c.symbol, parsed)
+        found = per_path.get(c.path)
+        if found is None:
+            found = (path_score(c.path, parsed, 0.5, path_weights), _unwanted_kinds(c.path, parsed))
+            per_path[c.path] = found
+        row[col["path"]] = found[0]
+        row[col["path_fused"]] = found[0] * root
+        for name, on in zip(("test", "example", "vendor", "compat", "stub", "doc"), found[1], strict=True):
+            row[col[name]] = float(on)
+        row[col["superseded"]] = float(c.superseded)
+        row[col["shadowed"]] = float(c.shadowed)
+        row[col["coherence"]] = coherence[c.path]
+        row[col["mass"]] = mass[c.path]
+        row[col["file_best"]] = float(best_of[c.path] == i)
+        row[col["named"]] = float(bool(c.symbol))
+        row[col["relation"]] = float(c.doc in evidence.relation)
+        row[col["verbatim"]] = evidence.spans.get(c.doc, 0) / n_words
+        row[col["message_holder"]] = float(c.doc == holder)
+    style = parsed.style
+    x[:, col[f"style_{style}"]] = 1.0
+    offset = len(BASE_FEATURES) + len(STYLES) + STYLES.index(style) * len(CROSSED)
+    for k, (src, _) in enumerate(_CROSS):
+        x[:, offset + k] = x[:, src]
+    return x
+
+
+def _unwanted_kinds(path: str, parsed: ParsedQuery) -> tuple[bool, ...]:
+    """(test, example, vendored, compat, stub, docs) flags of a path, each off when the query asks for
+    that kind (as `features.file_penalty` reads them)."""
+    test, example, vendor, compat, stub, doc = _file_kinds(path)
+    return (
+        test and not parsed.wants_tests,
+        example and not parsed.wants_examples,
+        vendor,
+        compat,
+        stub,
+        doc and not parsed.wants_docs,
+    )
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    """score = x . weights, over standardised features ((x - mean) / scale folded into the weights)."""
+
+    features: tuple[str, ...]
+    weights: np.ndarray  # per feature, on raw (unstandardised) features
+    bias: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> LinearModel:
+        names = tuple(str(n) for n in data["features"])  # type: ignore[attr-defined]
+        weights = np.asarray(data["weights"], dtype=np.float64)
+        if len(names) != len(weights):
+            raise ValueError("ranker weights: one weight per feature is required")
+        by_name = dict(zip(names, weights.tolist(), strict=True))
+        unknown = set(names) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"ranker weights name features this version does not compute: {sorted(unknown)}")
+        # Features the file does not name weigh 0 (a file fitted before they existed).
+        full = np.array([by_name.get(name, 0.0) for name in FEATURES], dtype=np.float64)
+        return cls(FEATURES, full, float(data.get("bias", 0.0)))  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "features": list(self.features),
+            "weights": [round(float(w), 6) for w in self.weights],
+            "bias": round(self.bias, 6),
+        }
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        return np.asarray(x @ self.weights + self.bias, dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(path: Path = WEIGHTS_FILE) -> LinearModel:
+    """The shipped (or given) weights file, parsed once per process."""
+    return LinearModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def rank_learned(
+    cands: Sequence[Candidate],
+    parsed: ParsedQuery,
+    evidence: Evidence,
+    path_weights: Mapping[str, float] | None = None,
+    model: LinearModel | None = None,
+) -> list[Ranked]:
+    """Score the fused head with the fitted model, then diversify (repeated chunks of a file sink)."""
+    if not cands:
+        return []
+    m = model or load_model()
+    scores = m.scores(feature_matrix(cands, parsed, evidence, path_weights))
+    # The model's scores are log-odds (a softmax fit): exp turns them into relative probabilities, which
+    # diversify's decay then halves per repeated chunk of a file.
+    probs = np.exp(scores - float(scores.max()))
+    items = [(c.doc, c.path, float(p)) for c, p in zip(cands, probs, strict=True)]
+    return [Ranked(doc, score) for doc, score in diversify(items, REPEAT_DECAY)]

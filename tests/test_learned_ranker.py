@@ -1,0 +1,106 @@
+"""The learned ranker: its features, the shipped weights and the fit that produced them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codebase_index.ranking import Candidate, parse_query
+from codebase_index.ranking.fit import fit, load_table, mrr_by_style
+from codebase_index.ranking.learned import (
+    FEATURES,
+    WEIGHTS_FILE,
+    Evidence,
+    LinearModel,
+    feature_matrix,
+    load_model,
+    rank_learned,
+)
+
+TABLE = Path(__file__).parent / "fixtures" / "ranker" / "table.npz"
+
+
+@pytest.fixture(scope="module")
+def table() -> dict[str, np.ndarray]:
+    return load_table(TABLE)
+
+
+@pytest.fixture(scope="module")
+def fitted(table: dict[str, np.ndarray]) -> LinearModel:
+    return fit(table)
+
+
+def test_the_shipped_weights_are_what_the_training_script_fits_on_its_table(fitted: LinearModel) -> None:
+    # `make train-ranker EXTRACT=0` rewrites weights.json from this table (bench/train_ranker.py fit);
+    # the fit is deterministic, so the shipped file must be what it produces.
+    fitted_json = fitted.to_json()
+    shipped = json.loads(WEIGHTS_FILE.read_text())
+    assert shipped["features"] == list(FEATURES) == fitted_json["features"]
+    np.testing.assert_allclose(shipped["weights"], fitted_json["weights"], atol=2e-6)
+    assert shipped["bias"] == pytest.approx(fitted_json["bias"], abs=2e-6)
+
+
+def test_the_fit_learns_the_table_better_than_no_model(
+    table: dict[str, np.ndarray], fitted: LinearModel
+) -> None:
+    by_model = mrr_by_style(table, fitted.scores(table["x"].astype(np.float64)))
+    # Candidates in fused order (no model): the first stage alone.
+    first_stage = mrr_by_style(table, -np.arange(len(table["qid"]), dtype=np.float64))
+    assert by_model["ALL"] > first_stage["ALL"] + 0.05
+    # And better than the hand-set scorer on the same candidates (on its own training table: what the
+    # model is worth on unseen repositories is bench/validate.py's to say).
+    rules = mrr_by_style(table, -table["rules_rank"].astype(np.float64))
+    assert by_model["ALL"] > rules["ALL"]
+
+
+def test_features_read_each_retriever_and_the_query_style() -> None:
+    cands = [
+        Candidate(1, "src/router.py", "Router", "class", 2.0),
+        Candidate(2, "tests/test_router.py", "test_router", "function", 1.0),
+        Candidate(3, "src/router.py", "Router.add", "method", 0.5),
+    ]
+    evidence = Evidence({1: (10.0, 0), 2: (5.0, 1)}, {2: (0.8, 0), 3: (0.6, 1)}, frozenset({3}))
+    x = feature_matrix(cands, parse_query("Router"), evidence)
+    col = {name: i for i, name in enumerate(FEATURES)}
+    assert x[:, col["kw"]].tolist() == [1.0, 0.5, 0.0]
+    assert x[:, col["sem"]].tolist() == pytest.approx([0.0, 0.8, 0.6])
+    assert x[:, col["both"]].tolist() == [0.0, 1.0, 0.0]
+    assert x[:, col["definition"]].tolist() == [1.0, 0.0, 0.7]
+    assert x[:, col["test"]].tolist() == [0.0, 1.0, 0.0]
+    assert x[:, col["relation"]].tolist() == [0.0, 0.0, 1.0]
+    assert x[:, col["file_best"]].tolist() == [1.0, 1.0, 0.0]
+    assert (x[:, col["style_identifier"]] == 1.0).all() and (x[:, col["style_description"]] == 0.0).all()
+    # Crossed features repeat a signal in the query style's own block only.
+    assert x[:, col["definition*identifier"]].tolist() == [1.0, 0.0, 0.7]
+    assert not x[:, col["definition*description"]].any()
+
+
+def test_rank_learned_orders_by_the_model_and_diversifies() -> None:
+    cands = [
+        Candidate(1, "a.py", "", "text", 1.0),
+        Candidate(2, "a.py", "", "text", 0.9),
+        Candidate(3, "b.py", "", "text", 0.5),
+    ]
+    evidence = Evidence({1: (3.0, 0), 2: (2.7, 1), 3: (1.5, 2)}, {})
+    only_kw = LinearModel(FEATURES, np.array([1.0 if n == "kw" else 0.0 for n in FEATURES]))
+    # a.py's second chunk sinks below b.py's first once a.py has a result (repeat decay).
+    assert [r.doc for r in rank_learned(cands, parse_query("x y"), evidence, model=only_kw)] == [1, 3, 2]
+
+
+def test_weights_files_are_checked_against_the_feature_list(tmp_path: Path) -> None:
+    bad = tmp_path / "w.json"
+    bad.write_text(json.dumps({"features": ["kw", "no_such_feature"], "weights": [1.0, 2.0]}))
+    with pytest.raises(ValueError, match="no_such_feature"):
+        load_model(bad)
+    short = tmp_path / "s.json"
+    short.write_text(json.dumps({"features": ["kw"], "weights": [1.0, 2.0]}))
+    with pytest.raises(ValueError, match="one weight per feature"):
+        load_model(short)
+    # A file naming fewer features (fitted before some existed) gives the others weight 0.
+    old = tmp_path / "o.json"
+    old.write_text(json.dumps({"features": ["kw"], "weights": [2.0], "bias": 0.5}))
+    model = load_model(old)
+    assert model.weights[FEATURES.index("kw")] == 2.0 and model.weights.sum() == 2.0 and model.bias == 0.5
