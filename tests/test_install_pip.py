@@ -57,11 +57,24 @@ def copy_sources(dest: Path) -> Path:
     return dest
 
 
+def test_npm_and_python_packages_carry_one_version() -> None:
+    import json
+
+    import codebase_index
+
+    npm = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
+    found = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(encoding="utf-8"), re.M)
+    python = found.group(1) if found else None
+    assert npm == python == codebase_index.__version__
+
+
 def test_the_model_pin_is_the_same_everywhere() -> None:
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     setup_py = (REPO / "setup.py").read_text(encoding="utf-8")
     assert f"EMBED_MODEL_PKG := {minilm.MODEL_WHEEL}\n" in makefile
     assert f'MODEL_WHEEL = "{minilm.MODEL_WHEEL}"' in setup_py
+    bootstrap = (REPO / "plugin" / "src" / "bootstrap.ts").read_text(encoding="utf-8")
+    assert f'MODEL_WHEEL = "{minilm.MODEL_WHEEL}"' in bootstrap
 
 
 @pytest.fixture(scope="module")

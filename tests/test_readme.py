@@ -55,3 +55,14 @@ def test_protocol_method_table_is_current_and_names_only_real_methods() -> None:
     known = {*tools.BY_METHOD, *tools.BY_NAME}
     quoted = set(re.findall(r"`([a-z]+(?:_[a-z]+)+)`", text))
     assert quoted <= known, f"PROTOCOL.md names what does not exist: {sorted(quoted - known)}"
+
+
+def test_first_screen_shows_the_user_installs() -> None:
+    """OpenCode (one line), MCP clients (one command) and pip, under the npm name package.json publishes."""
+    import json
+
+    name = json.loads((README.parent / "package.json").read_text(encoding="utf-8"))["name"]
+    first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:40])
+    assert f'"plugin": ["{name}"]' in first_screen
+    assert f"npx -y {name} install" in first_screen
+    assert "pip install codebase-index" in first_screen

@@ -22,6 +22,8 @@ export interface PluginSettings {
 export interface PythonChoice {
   python: string;
   source: string;
+  /** No interpreter was configured or found: build the engine's own environment first (bootstrap.ts). */
+  bootstrap?: boolean;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -134,7 +136,7 @@ export interface PythonLookup {
 /**
  * Explicit settings win; otherwise prefer a virtualenv that really has the package (a project's own
  * `.venv` is usually for the project's code, not for codebase-index), then the plugin repository's
- * `.venv`, then `python3` on PATH.
+ * `.venv` (a source checkout), then the per-user engine environment an npm install sets up on first use.
  */
 export function choosePython(lookup: PythonLookup): PythonChoice {
   const exists = lookup.exists ?? existsSync;
@@ -155,5 +157,5 @@ export function choosePython(lookup: PythonLookup): PythonChoice {
     const python = path.join(venv, "bin", "python");
     if (exists(python) && hasPackage(venv)) return { python, source };
   }
-  return { python: "python3", source: "python3 on PATH" };
+  return { python: "python3", source: "the engine environment set up on first use", bootstrap: true };
 }

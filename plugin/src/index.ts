@@ -9,12 +9,13 @@ import { fileURLToPath } from "node:url";
 
 import type { Plugin } from "@opencode-ai/plugin";
 
+import { ensureEngine } from "./bootstrap.js";
 import { loadCommands } from "./commands.js";
 import { choosePython, parseSettings, readProjectSettings } from "./config.js";
 import { SidecarClient, SidecarError } from "./sidecar.js";
 import { buildTools } from "./tools.js";
 
-/** plugin/dist/index.js -> the repository root, where `commands/` and `.venv/` live. */
+/** plugin/dist/index.js -> the repository or npm package root, where `commands/`, `skill/`, `python/` and `.venv/` live. */
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const FLUSH_MS = 200;
 
@@ -33,6 +34,12 @@ export const CodebaseIndexPlugin: Plugin = async (input, options) => {
     client = new SidecarClient({
       python: choice.python,
       pythonSource: choice.source,
+      prepare: choice.bootstrap
+        ? async (report, signal) => {
+            const engine = await ensureEngine({ packageRoot: REPO_ROOT, report, signal });
+            return { python: engine.python, source: `the engine environment in ${engine.home}` };
+          }
+        : undefined,
       project,
       extraArgs: merged.serveArgs,
       timeouts: { ...projectSettings.timeouts, ...settings.timeouts },

@@ -5,9 +5,10 @@
  * Only the subset the generator emits is handled (scalars, enums, arrays, nested objects, bounds,
  * defaults, descriptions); anything else degrades to an unchecked value rather than failing the load.
  */
-import { tool } from "@opencode-ai/plugin";
+// zod itself, not `tool.schema` from @opencode-ai/plugin: the plugin package is needed for types only, so a
+// user install resolves nothing but zod at run time (`tool.schema` is this same zod 4).
+import { z } from "zod";
 
-const z = tool.schema;
 type ZodType = import("zod").ZodType;
 
 export type JsonSchema = Record<string, unknown>;

@@ -42,6 +42,11 @@ export interface CallOptions {
 
 export interface SidecarOptions {
   python: string;
+  /**
+   * Called once before the first start when set: makes the interpreter ready (the first-use engine
+   * set-up of an npm install) and returns it; `report` shows progress. Its error message is shown as is.
+   */
+  prepare?: (report: (message: string) => void, signal?: AbortSignal) => Promise<{ python: string; source: string }>;
   /** Where the interpreter came from, for error messages ("env CODEBASE_INDEX_PYTHON", ...). */
   pythonSource?: string;
   project: string;
@@ -80,7 +85,8 @@ export type SidecarErrorKind =
   | "protocol"
   | "disposed"
   | "locked"
-  | "config";
+  | "config"
+  | "bootstrap";
 
 /** JSON-RPC codes from plugin/PROTOCOL.md that the plugin treats specially. */
 export const SIDECAR_LOCKED = -32002;
@@ -171,6 +177,8 @@ export class SidecarClient {
   private stderrTail: string[] = [];
   /** How many sidecar processes were started; exposed for tests and diagnostics. */
   starts = 0;
+  private prepared = false;
+  private statusListener: ((message: string) => void) | undefined;
 
   constructor(opts: SidecarOptions) {
     this.opts = opts;
@@ -197,8 +205,9 @@ export class SidecarClient {
     return this.opts.timeouts?.[method] ?? DEFAULT_TIMEOUTS[method] ?? FALLBACK_TIMEOUT_MS;
   }
 
-  /** Start the sidecar if needed and return its `initialize` answer. */
-  async ensureStarted(signal?: AbortSignal): Promise<InitializeResult> {
+  /** Start the sidecar if needed and return its `initialize` answer; `onStatus` sees set-up progress. */
+  async ensureStarted(signal?: AbortSignal, onStatus?: (message: string) => void): Promise<InitializeResult> {
+    if (onStatus) this.statusListener = onStatus;
     const session = await this.getSession(signal);
     if (!session.info) throw new SidecarError("protocol", "the sidecar started but did not initialize");
     return session.info;
@@ -292,6 +301,23 @@ export class SidecarClient {
       clearTimeout(timer);
     }
 
+    if (this.opts.prepare && !this.prepared) {
+      try {
+        const ready = await this.opts.prepare((message) => {
+          try {
+            this.statusListener?.(message);
+          } catch {
+            // A failing progress display must not fail the set-up.
+          }
+        }, signal);
+        this.opts.python = ready.python;
+        this.opts.pythonSource = ready.source;
+        this.prepared = true;
+      } catch (error) {
+        this.recordFailure();
+        throw new SidecarError("bootstrap", error instanceof Error ? error.message : String(error));
+      }
+    }
     // `-m codebase_index.rpc` is `codebase-index serve` without the CLI's imports: a faster cold start.
     const args = ["-m", "codebase_index.rpc", "--project", this.opts.project, ...(this.opts.extraArgs ?? [])];
     const session = await this.spawnSession(args);

@@ -1,7 +1,8 @@
 /**
  * OpenCode tool definitions built from the generated tool specs, each one a thin call into the sidecar.
  */
-import { tool, type ToolContext, type ToolDefinition } from "@opencode-ai/plugin";
+import type { ToolContext, ToolDefinition } from "@opencode-ai/plugin";
+import { z } from "zod";
 
 import { TOOL_DEFINITIONS, toolArgs } from "./generated/tools.js";
 import { argsShape } from "./schema.js";
@@ -26,7 +27,7 @@ type ArgShape = Record<string, import("zod").ZodType>;
  * JSON Schema (so a tool added on the Python side still gets checked arguments).
  */
 export function argsFor(spec: ToolSpec): ArgShape {
-  const generated = (toolArgs(tool.schema) as Record<string, ArgShape | undefined>)[spec.name];
+  const generated = (toolArgs(z) as Record<string, ArgShape | undefined>)[spec.name];
   return generated ?? argsShape(spec.inputSchema);
 }
 
@@ -88,7 +89,9 @@ export async function runTool(
 ): Promise<{ title: string; output: string; metadata: Record<string, unknown> }> {
   const title = titleFor(spec, args);
   try {
-    const info = await client.ensureStarted(ctx.abort);
+    const info = await client.ensureStarted(ctx.abort, (message) => {
+      ctx.metadata({ title: `codebase-index set-up: ${message}`, metadata: { phase: "setup", message } });
+    });
     if (!info.tools.some((t) => t.method === spec.method || t.name === spec.name)) {
       return {
         title,
@@ -118,7 +121,8 @@ export async function runTool(
 export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = generatedToolSpecs()): Record<string, ToolDefinition> {
   const out: Record<string, ToolDefinition> = {};
   for (const spec of specs) {
-    out[spec.name] = tool({
+    // The literal `tool()` of @opencode-ai/plugin returns (it is the identity), built without importing it.
+    const definition: ToolDefinition = {
       description: spec.description,
       args: argsFor(spec),
       execute: async (args, ctx) => {
@@ -131,7 +135,8 @@ export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = g
         }
         return await runTool(client, spec, args as Record<string, unknown>, ctx);
       },
-    });
+    };
+    out[spec.name] = definition;
   }
   return out;
 }

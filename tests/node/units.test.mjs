@@ -46,7 +46,7 @@ test("choosePython follows option > env > project file > venvs with the package 
   assert.equal(choosePython({ ...base, projectSettings: { pythonPath: "python3.12" } }).python, "python3.12");
   assert.equal(choosePython(base).python, "/proj/.venv/bin/python");
   assert.equal(choosePython({ ...base, hasPackage: (venv) => venv === "/repo/.venv" }).python, "/repo/.venv/bin/python");
-  assert.deepEqual(choosePython({ ...base, exists: () => false }), { python: "python3", source: "python3 on PATH" });
+  assert.equal(choosePython({ ...base, exists: () => false }).bootstrap, true, "nothing found: set up the engine environment");
 });
 
 test("venvHasCodebaseIndex looks for the installed distribution", (t) => {
