@@ -146,7 +146,8 @@ describe("npm install of the packed plugin", { skip: !ready && "needs make node"
     // The package's CLI bin goes through the same bootstrap and finds the environment ready.
     const cli = await run(path.join(installed, "node_modules", ".bin", "codebase-index"), ["status", project], { cwd: project, env });
     assert.equal(cli.code, 0, cli.stderr);
-    assert.match(cli.stdout, /files:\s+3/, cli.stdout);
+    assert.match(cli.stdout, /files:\s+4\n/, cli.stdout); // the sample project's three files and opencode.json
+    assert.match(cli.stdout, /embedded:all-MiniLM-L6-v2.* on this machine/, cli.stdout);
     assert.doesNotMatch(cli.stderr, /creating the engine/, "no second set-up");
     assert.equal(statSync(marker).mtimeMs, builtAt);
   });
