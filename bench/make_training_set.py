@@ -328,7 +328,7 @@ def changes(spec: dict[str, Any], mirror: Path, base: Path, seed: int, split: st
             try:
                 git("checkout", "-q", "-f", branch, cwd=clone)
             except subprocess.CalledProcessError:  # the snapshot lacks a blob of this tree (>= 4 MiB)
-                git("branch", "-D", branch, cwd=clone)
+                subprocess.run(["git", "branch", "-D", branch], cwd=clone, capture_output=True)  # may be HEAD
                 continue
             present = [p for p in c.files if (clone / p).is_file()]
             if not present:
