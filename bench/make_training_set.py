@@ -324,9 +324,8 @@ def changes(spec: dict[str, Any], mirror: Path, base: Path, seed: int, split: st
     try:
         for c in chosen:
             branch = f"cd-{c.parent[:12]}"
-            git("branch", "-f", branch, c.parent, cwd=clone)
             try:
-                git("checkout", "-q", "-f", branch, cwd=clone)
+                git("checkout", "-q", "-f", "-B", branch, c.parent, cwd=clone)
             except subprocess.CalledProcessError:  # the snapshot lacks a blob of this tree (>= 4 MiB)
                 subprocess.run(["git", "branch", "-D", branch], cwd=clone, capture_output=True)  # may be HEAD
                 continue
