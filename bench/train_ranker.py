@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from collections.abc import Sequence
@@ -61,11 +62,15 @@ def gain(path: str, start: int, end: int, targets: Sequence[Target]) -> float:
     return best
 
 
-def extract_set(base: Path, mode: str, rows: int) -> dict[str, np.ndarray]:
+def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[str, np.ndarray]:
     """Feature rows of every golden query of one set (at most `rows` candidates per query, the
     relevant ones always kept)."""
     engine = Engine(base / "corpus", index_path=base / "index", config=Config())
     golden = load_golden(base / "golden.json")
+    if max_queries and len(golden) > max_queries:
+        # A seeded sample per set, in the set's order (the same set gives the same sample).
+        keep = sorted(random.Random(base.name).sample(range(len(golden)), max_queries))
+        golden = [golden[i] for i in keep]
     xs: list[np.ndarray] = []
     gains: list[np.ndarray] = []
     ranks: list[np.ndarray] = []
@@ -134,7 +139,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     offset = 0
     for base in read_sets(args.sets):
         t0 = time.time()
-        part = extract_set(base, args.mode, args.rows)
+        part = extract_set(base, args.mode, args.rows, args.max_queries)
         if not part:
             print(f"{base.name}: no queries", file=sys.stderr)
             continue
@@ -257,6 +262,7 @@ def main() -> int:
     ex.add_argument("sets", nargs="+")
     ex.add_argument("--out", type=Path, required=True)
     ex.add_argument("--mode", default="hybrid")
+    ex.add_argument("--max-queries", type=int, default=0, help="seeded sample per set (0 = all)")
     ex.add_argument("--rows", type=int, default=40, help="candidates kept per query (relevant ones always)")
     ex.set_defaults(run=cmd_extract)
     ft = sub.add_parser("fit")
