@@ -224,6 +224,7 @@ def test_cli_search_with_a_dead_provider_exits_0_with_the_note_on_stderr(
     assert "Traceback" not in done.stderr
     assert "src/billing.py" in done.stdout
     assert "note: keyword results only: the embedding provider failed (could not connect" in done.stderr
+    assert done.stderr.count("could not connect") == 1, "the reason once, as the note"
     as_json = _cli("search", "invoice", "--json", "--root", str(root), "--index-dir", str(index), cwd=root)
     payload = json.loads(as_json.stdout)
     assert payload["strategy"] == "keyword-fallback" and payload["note"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import os
 import sqlite3
 import sys
@@ -662,6 +663,9 @@ def _stdout_closed() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # A degraded search's reason reaches the user as its `note:` line; without a handler Python would
+    # print the engine's warning about it too. The sidecar's and MCP's handlers still receive it.
+    logging.getLogger("codebase_index.search").addHandler(logging.NullHandler())
     from .config import ConfigError
     from .store import StoreError
 
