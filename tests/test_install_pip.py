@@ -136,4 +136,6 @@ def test_wheel_searches_by_meaning_offline_without_torch_or_key(user_venv: Path,
     )
     assert "billing/invoices.py" in search.stdout and "compute_invoice_total" in search.stdout, search.stdout
     status = _run([*cli, "status", "--root", str(repo)], env=env)
-    assert "embedded:all-MiniLM-L6-v2 on this machine" in status.stdout, status.stdout
+    # the model id, then the backend in use (onnx int8 or numpy fp32), then where texts go: this machine
+    line = r"with embedded:all-MiniLM-L6-v2 \([a-z0-9-]+\) on this machine"
+    assert re.search(line, status.stdout), status.stdout

@@ -90,7 +90,9 @@ def test_sidecar_status_text_shows_embedding_progress(tmp_path: Path) -> None:
             tools.call(rt, "index", {})
             during = tools.call(rt, "status", {})  # the provider takes 0.5 s per request
             assert during.data["embeddings"]["running"] is True
-            assert "embeddings: 0/2 chunks (0%) with custom:fake-embed, embedding now" in during.text
+            # status names the endpoint the texts go to (issue 13: private by default, say where code goes)
+            expected = f"embeddings: 0/2 chunks (0%) with custom:fake-embed on {server.base_url}"
+            assert f"{expected}, embedding now" in during.text, during.text
             deadline = time.monotonic() + 60
             while rt.embedding_running() and time.monotonic() < deadline:
                 time.sleep(0.05)
