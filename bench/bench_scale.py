@@ -1,32 +1,40 @@
 """Scale simulation of the shared index: a synthetic corpus of N chunks (default 1M) published to Qdrant
-through the real backend code (`backends.qdrant.QdrantBackend.upsert`, `backends.sparse`), then queried
-with the hybrid prefetch + fusion request a search sends.
+through the real publishing code, then queried with the hybrid prefetch + fusion request a search sends.
+Results and their reading: bench/scale.md.
 
-Reports: the local side's cost of building points (payload + sparse BM25 vector) per second, publish
-throughput (points/s into the target), the incremental diff (scrolling the collection's ids of one repo),
-a re-publish of a 0.1% change, hybrid query latency (p50/p95), and peak RSS of this process.
+The local side runs what `backends.publish.publish` runs per chunk: a chunk row as the local store returns
+it (term ids + term frequencies, as indexed) becomes a `ChunkPayload` and a sparse BM25 vector
+(`publish._sparse_of`: text terms + name/path terms, `sparse.sparse_vector`), then the target's points
+(`qdrant.point_payload`, the payload a server gets). Timed apart: making the synthetic rows (the bench's
+own cost, not the local side's), building payload + sparse vector, converting to the engine's points, and
+the engine's upsert.
 
-The corpus: Zipf-distributed terms over a 50k vocabulary (~90 tokens per chunk, as real chunks), random
-unit vectors of 384 dimensions (MiniLM's width), paths in 1000-file repositories.
+Reports: those rates, the index build (optimize), the incremental diff (scrolling one repo's ids and
+branches), a re-publish of a 0.1% change (new points + deletes of the old ones), hybrid query latency
+p50/p95 for 1, 5 and all repositories in the filter (before the index build: exact scans; after: HNSW +
+sparse index), RSS (current and peak) at each stage and the store's size on disk.
 
-    python bench/bench_scale.py --chunks 1000000                       # embedded store in a temp folder
-    python bench/bench_scale.py --chunks 1000000 --to qdrant://127.0.0.1:6333/bench   # a server
+The corpus: per chunk 20-200 tokens drawn Zipf(1.3) from a 50k vocabulary of letter words (one token each
+under our tokenizer), text of ~6 characters per token, a random unit vector of 384 dimensions (MiniLM's
+width), 8 chunks per file, files spread over `--repos` repositories. Queries: 3 words of log-uniform rank
+(common and rare terms), parsed as a search parses them (`federated.parse_query`: inflections and all).
 
     python bench/bench_scale.py --chunks 1000000 --engine edge      # Qdrant's engine in-process (one shard)
+    python bench/bench_scale.py --chunks 1000000 --to qdrant://127.0.0.1:6333/bench   # a server
 
-The embedded store (qdrant-client's local mode, what the tests use) is a pure-Python/numpy reference
-implementation: ~40 points/s and seconds per query already at a few thousand points, so it is not a
-scale target. `--engine edge` runs the same points and the same hybrid request (sparse + dense prefetch
-with the repo/branch filter, RRF) on Qdrant Edge (`pip install qdrant-edge-py`: the server's storage and
-search engine as an in-process single shard, the closest stand-in for one server shard here); it does
-not go through `QdrantBackend`, whose requests are the qdrant-client equivalents. A server or cluster:
-`--to qdrant://HOST:PORT/collection`.
+`--engine edge` is Qdrant Edge (`make bench-scale` installs `qdrant-edge-py`): the server's storage and
+search engine as an in-process single shard, the closest stand-in for one server shard when no server runs;
+it gets the same points (ids, payload, dense + sparse-with-idf vectors, keyword indexes on the filter keys)
+and the same hybrid request as `QdrantBackend`, in Edge's own API. `--engine client` (the default) goes
+through `QdrantBackend` itself: a server with `--to`, else qdrant-client's embedded store, a pure-Python
+reference (~40 points/s, seconds per query at a few thousand points): no scale target.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,54 +46,127 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from codebase_index.backends import sparse
-from codebase_index.backends.base import ChunkPayload, RepoInfo
+from codebase_index.backends.base import ChunkPayload, RepoInfo, point_id
 from codebase_index.backends.federated import parse_query
-from codebase_index.backends.qdrant import QdrantBackend
+from codebase_index.backends.publish import _sparse_of
+from codebase_index.backends.qdrant import INDEXED_KEYS, QdrantBackend, point_payload
 from codebase_index.config import Config
 from codebase_index.search import Filters
 
 DIMS = 384
 VOCAB = 50_000
 BATCH = 512
+CHUNKS_PER_FILE = 8
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
-def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def word(i: int) -> str:
+    """A letter word per vocabulary rank (our tokenizer keeps it as one token): 0 -> 'qa', 27 -> 'qbb'."""
+    out = "q"
+    while True:
+        out += LETTERS[i % 26]
+        i //= 26
+        if i == 0:
+            return out
 
 
-def make_batch(rng: np.random.Generator, start: int, n: int, repos: int, hashes: np.ndarray, tag: str = ""):
-    lengths = rng.integers(20, 200, size=n)
-    chunks, vectors, sparse_vectors = [], [], []
-    for i in range(n):
-        k = start + i
-        terms = np.minimum(rng.zipf(1.3, size=int(lengths[i])), VOCAB) - 1
-        ids, tfs = np.unique(terms, return_counts=True)
-        sparse_vectors.append(sparse.sparse_vector(hashes[ids], tfs, float(lengths[i])))
-        v = rng.standard_normal(DIMS).astype(np.float32)
-        vectors.append(v / np.linalg.norm(v))
-        repo = f"repo{k % repos}"
-        path = f"src/mod{(k // repos) % 1000}/file{(k // repos) % 97}.py"
-        chunks.append(
-            ChunkPayload(
-                repo=repo,
-                path=path,
-                start_line=1 + (k // (repos * 1000)) * 20,
-                end_line=20 + (k // (repos * 1000)) * 20,
-                kind="function",
-                symbol=f"fn_{k}{tag}",
-                language="python",
-                content_hash=f"{k:016x}{tag}",
-                text=f"def fn_{k}():\n    pass\n",
-                branches=("main",),
+def memory() -> str:
+    """Current and peak resident memory of this process (engine included: Edge runs in-process)."""
+    fields = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return f"rss {fields.get('VmRSS', 0):.0f} MiB (peak {fields.get('VmHWM', 0):.0f})"
+
+
+def disk(path: str) -> str:
+    out = subprocess.run(["du", "-sm", path], capture_output=True, text=True).stdout.split()
+    return f"{out[0]} MiB on disk" if out else "size on disk unknown"
+
+
+def load() -> str:
+    return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+class Corpus:
+    """Synthetic chunk rows shaped as `publish` reads them from the local store (see the docstring)."""
+
+    def __init__(self, rng: np.random.Generator, repos: int) -> None:
+        self.rng = rng
+        self.repos = repos
+        self.hashes = np.array([sparse.term_index(word(i)) for i in range(VOCAB)], dtype=np.int64)
+        # Text payload: slices of one long string of vocabulary words (realistic bytes, no per-chunk cost).
+        ranks = np.minimum(rng.zipf(1.3, size=400_000), VOCAB) - 1
+        self.text = " ".join(word(int(r)) for r in ranks)
+
+    def rows(self, start: int, n: int, tag: str = "") -> tuple[list[tuple], list[str], np.ndarray]:
+        rng = self.rng
+        lengths = rng.integers(20, 200, size=n)
+        terms = np.minimum(rng.zipf(1.3, size=int(lengths.sum())), VOCAB) - 1
+        owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys, counts = np.unique(owner * VOCAB + terms, return_counts=True)
+        term_ids = (keys % VOCAB).astype(np.int32)
+        tfs = counts.astype(np.int32)
+        bounds = np.searchsorted(keys // VOCAB, np.arange(n + 1))
+        offsets = rng.integers(0, len(self.text) - 1300, size=n)
+        vectors = rng.standard_normal((n, DIMS), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        rows, texts = [], []
+        for i in range(n):
+            k = start + i
+            j = k // self.repos  # the chunk's ordinal in its repository
+            f = j // CHUNKS_PER_FILE
+            line = 1 + (j % CHUNKS_PER_FILE) * 25
+            b0, b1 = bounds[i], bounds[i + 1]
+            rows.append(
+                (
+                    k,
+                    f"src/pkg{f % 50}/mod{f}.py",
+                    "python",
+                    line,
+                    line + 20,
+                    "function",
+                    f"handle_{word(k % VOCAB)}_{k}",
+                    int(lengths[i]),
+                    term_ids[b0:b1].tobytes(),
+                    tfs[b0:b1].tobytes(),
+                    f"{k:016x}{tag}",
+                )
             )
+            o = int(offsets[i])
+            texts.append(self.text[o : o + 6 * int(lengths[i])])
+        return rows, texts, vectors
+
+    def repo_of(self, k: int) -> str:
+        return f"repo{k % self.repos}"
+
+
+def local_side(corpus: Corpus, rows: list[tuple], texts: list[str]) -> tuple[list, list]:
+    """What `publish` builds per chunk: the payload struct and the sparse vector (`_sparse_of`)."""
+    chunks = [
+        ChunkPayload(
+            repo=corpus.repo_of(r[0]),
+            path=r[1],
+            start_line=r[3],
+            end_line=r[4],
+            kind=r[5],
+            symbol=r[6],
+            language=r[2],
+            content_hash=r[10],
+            text=text,
+            branches=("main",),
         )
-    return chunks, vectors, sparse_vectors
+        for r, text in zip(rows, texts, strict=True)
+    ]
+    return chunks, [_sparse_of(r, corpus.hashes) for r in rows]
 
 
 class EdgeTarget:
     """The same points and hybrid request on a Qdrant Edge shard (see the module docstring)."""
 
     location = "qdrant-edge (in-process shard)"
+    collection = "bench"
 
     def __init__(self, path: str) -> None:
         import qdrant_edge as q
@@ -96,27 +177,25 @@ class EdgeTarget:
             sparse_vectors={"bm25": q.EdgeSparseVectorParams(modifier=q.Modifier.Idf)},
         )
         self.shard = q.EdgeShard.create(path, config)
-        for key in ("repo", "branches"):
+        for key in INDEXED_KEYS:
             self.shard.update(q.UpdateOperation.create_field_index(key, q.PayloadSchemaType.Keyword))
 
-    def upsert(self, chunks, vectors, sparse_vectors) -> None:
+    def points(self, chunks, vectors, sparse_vectors) -> list:
+        """The engine's point objects (the client-side work a server publish does too)."""
         q = self.q
-        points = []
+        out = []
         for c, dense, (indices, values) in zip(chunks, vectors, sparse_vectors, strict=True):
-            vector = {"bm25": q.SparseVector(indices=indices, values=values)}
+            vector: dict[str, Any] = {"bm25": q.SparseVector(indices=indices, values=values)}
             if dense is not None:
                 vector["dense"] = dense.tolist()
-            payload = {
-                "repo": c.repo,
-                "branches": list(c.branches),
-                "path": c.path,
-                "symbol": c.symbol,
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-                "text": c.text,
-            }
-            points.append(q.Point(id=c.point_id, vector=vector, payload=payload))
-        self.shard.update(q.UpdateOperation.upsert_points(points))
+            out.append(q.Point(id=c.point_id, vector=vector, payload=point_payload(c)))
+        return out
+
+    def send(self, points: list) -> None:
+        self.shard.update(self.q.UpdateOperation.upsert_points(points))
+
+    def upsert(self, chunks, vectors, sparse_vectors) -> None:
+        self.send(self.points(chunks, vectors, sparse_vectors))
 
     def branch_map(self, repo: str) -> dict[str, list[str]]:
         q = self.q
@@ -160,134 +239,151 @@ class EdgeTarget:
         )
         return self.shard.query(request)
 
-    # What `backends.publish.publish` calls besides upsert/branch_map (the manifest is not simulated).
-    collection = "bench"
-
-    def ensure_collection(self, dimensions: int | None) -> None:
-        if dimensions not in (None, DIMS):
-            raise SystemExit(f"the edge target is built for {DIMS} dimensions, the index has {dimensions}")
-
-    def set_branches(self, updates) -> None:
-        q = self.q
-        for pid, branches in updates:
-            self.shard.update(q.UpdateOperation.set_payload([pid], {"branches": branches}))
-
     def delete(self, ids) -> None:
         if ids:
             self.shard.update(self.q.UpdateOperation.delete_points(list(ids)))
 
-    def record_repo(self, *_args: object) -> None:
-        pass
-
     def optimize(self) -> None:
         self.shard.optimize()
+
+    def segments(self) -> str:
+        info = self.shard.info()
+        return (
+            f"{info.segments_count} segments, {info.points_count} points, "
+            f"{info.indexed_vectors_count} indexed vectors"
+        )
 
     def close(self) -> None:
         self.shard.close()
 
 
-def publish_real(backend: Any, name: str) -> None:
-    """publish() of one real benchmark index (copied, so the shared cache is never written)."""
-    import shutil
-
-    from codebase_index.backends.publish import publish
-    from codebase_index.service import Engine
-
-    source = Path.home() / ".cache" / "codebase-index-bench" / name
-    root = Path.home() / ".cache" / "bench-repos" / name
-    copy = Path(tempfile.mkdtemp(prefix=f"bench-scale-{name}-"))
-    shutil.copy(source / "codebase.db", copy / "codebase.db")
-    engine = Engine(root, index_path=copy, workers=1)
-    try:
-        t0 = time.perf_counter()
-        branch = next(iter(engine.store.branches()), None)  # the benchmark indexes' one catalog
-        report = publish(engine, backend, name, embed=False, branch=branch)
-        seconds = time.perf_counter() - t0
-        again = publish(engine, backend, name, embed=False, branch=branch)
-    finally:
-        engine.close()
-    rate = report.chunks / seconds
-    print(
-        f"real publish {name}: {report.chunks} chunks ({report.without_vector} without a vector) in "
-        f"{seconds:.1f} s = {rate:.0f} chunks/s end to end; re-publish with no change {again.seconds:.2f} s "
-        f"({again.sent} sent)"
-    )
+def query_latency(backend: Any, rng: np.random.Generator, n: int, repos: list[RepoInfo], label: str) -> None:
+    config = Config()
+    for count in sorted({1, min(5, len(repos)), len(repos)}):
+        latencies, hits = [], 0
+        for q in range(n):
+            ranks = np.exp(rng.uniform(0, np.log(VOCAB), size=3)).astype(int) - 1
+            query = parse_query(" ".join(word(int(r)) for r in ranks), config)
+            v = rng.standard_normal(DIMS).astype(np.float32)
+            vector = v / np.linalg.norm(v)
+            chosen = [repos[(q + i) % len(repos)] for i in range(count)]
+            t0 = time.perf_counter()
+            answer = backend.candidates(query, chosen, Filters(), 50, lambda _m, v=vector: v)
+            latencies.append(time.perf_counter() - t0)
+            hits += len(answer.chunks if hasattr(answer, "chunks") else answer)
+        lat = np.array(latencies) * 1000
+        print(
+            f"hybrid query {label}, {count} repo(s) in the filter (sparse 50 + dense 50, RRF): "
+            f"p50 {np.percentile(lat, 50):.1f} ms, p95 {np.percentile(lat, 95):.1f} ms, "
+            f"max {lat.max():.1f} ms over {n} queries ({hits / n:.0f} candidates each); {load()}",
+            flush=True,
+        )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=1_000_000)
     ap.add_argument("--repos", type=int, default=20)
-    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--queries", type=int, default=50, help="per filter size, after the index build")
+    ap.add_argument("--queries-before", type=int, default=20, help="per filter size, before the index build")
     ap.add_argument(
         "--to", help="qdrant://HOST:PORT/collection (default: an embedded store in a temp folder)"
     )
     ap.add_argument("--engine", choices=["client", "edge"], default="client")
-    ap.add_argument(
-        "--index",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="first publish this benchmark index (~/.cache/codebase-index-bench/NAME, copied) with the real "
-        "publish(): the local side on real chunks and vectors",
-    )
+    ap.add_argument("--dir", help="where the store goes (default: a temp folder)")
+    ap.add_argument("--no-optimize", action="store_true", help="stop after the queries on unindexed segments")
+    ap.add_argument("--progress", type=int, default=50_000, help="print a progress line every N points")
     args = ap.parse_args()
     rng = np.random.default_rng(7)
-    hashes = np.array([sparse.term_index(f"term{i}") for i in range(VOCAB)], dtype=np.int64)
-    tmp = tempfile.mkdtemp(prefix="bench-scale-")
+    tmp = tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir)
     backend: Any
     if args.engine == "edge":
         backend = EdgeTarget(tmp)
     else:
         backend = QdrantBackend.connect(args.to or f"qdrant+local://{tmp}#bench")
         backend.ensure_collection(DIMS)
-    for name in args.index:
-        publish_real(backend, name)
-    base_rss = rss_mib()
-    build = send = 0.0
+    corpus = Corpus(rng, args.repos)
+    print(
+        f"chunks: {args.chunks} in {args.repos} repos, target: {backend.location} ({tmp}); "
+        f"{load()}, {memory()}"
+    )
+    synth = build = convert = send = 0.0
+    window_t, window_n = time.perf_counter(), 0
     for start in range(0, args.chunks, BATCH):
         n = min(BATCH, args.chunks - start)
         t0 = time.perf_counter()
-        batch = make_batch(rng, start, n, args.repos, hashes)
+        rows, texts, vectors = corpus.rows(start, n)
         t1 = time.perf_counter()
-        backend.upsert(*batch)
+        chunks, sparse_vectors = local_side(corpus, rows, texts)
         t2 = time.perf_counter()
-        build += t1 - t0
-        send += t2 - t1
-        if start and start % (BATCH * 200) == 0:
-            print(f"  {start} points, {start / send:.0f}/s, rss {rss_mib():.0f} MiB", file=sys.stderr)
-    print(f"chunks: {args.chunks} in {args.repos} repos, target: {backend.location}")
-    print(f"build points (payload + sparse vector, local side): {args.chunks / build:.0f} chunks/s")
-    print(f"publish (upsert): {args.chunks / send:.0f} points/s, {send:.1f} s")
-    if hasattr(backend, "optimize"):
+        if hasattr(backend, "points"):
+            points = backend.points(chunks, vectors, sparse_vectors)
+            t3 = time.perf_counter()
+            backend.send(points)
+        else:  # QdrantBackend: point building and sending in one call
+            t3 = t2
+            backend.upsert(chunks, list(vectors), sparse_vectors)
+        t4 = time.perf_counter()
+        synth += t1 - t0
+        build += t2 - t1
+        convert += t3 - t2
+        send += t4 - t3
+        done = start + n
+        if done // args.progress != start // args.progress:
+            now = time.perf_counter()
+            print(
+                f"  {done} points: last {done - window_n} at {(done - window_n) / (now - window_t):.0f}/s "
+                f"end to end; upsert so far {done / send:.0f}/s; {memory()}; {load()}",
+                flush=True,
+            )
+            window_t, window_n = now, done
+    n = args.chunks
+    print(f"synthetic rows (the bench's own cost): {n / synth:.0f} chunks/s, {synth:.1f} s")
+    print(
+        f"local side, payload struct + sparse BM25 vector (publish's code): {n / build:.0f} chunks/s, "
+        f"{build:.1f} s"
+    )
+    if convert:
+        print(
+            f"local side, engine point objects (payload dict, vectors to lists): {n / convert:.0f} points/s, "
+            f"{convert:.1f} s"
+        )
+    print(f"engine upsert: {n / send:.0f} points/s, {send:.1f} s")
+    print(f"after publishing: {memory()}, {disk(tmp)}; {load()}", flush=True)
+    if hasattr(backend, "segments"):
+        print(f"  {backend.segments()}")
+    repos = [RepoInfo(f"repo{r}", "main", model="bench") for r in range(args.repos)]
+    if args.queries_before:
+        query_latency(backend, rng, args.queries_before, repos, "before the index build")
+    if hasattr(backend, "optimize") and not args.no_optimize:
         t0 = time.perf_counter()
         backend.optimize()  # build the HNSW and sparse indexes a server builds in the background
-        print(f"index build (optimize): {time.perf_counter() - t0:.1f} s")
+        print(
+            f"index build (optimize): {time.perf_counter() - t0:.1f} s; {memory()}, {disk(tmp)}; {load()}",
+            flush=True,
+        )
+        if hasattr(backend, "segments"):
+            print(f"  {backend.segments()}")
+        query_latency(backend, rng, args.queries, repos, "after the index build")
     t0 = time.perf_counter()
     ids = backend.branch_map("repo0")
     diff = time.perf_counter() - t0
     print(f"incremental diff of one repo ({len(ids)} points, ids + branches scroll): {diff:.2f} s")
-    change = max(1, args.chunks // 1000)
+    change = max(1, n // 1000)
     t0 = time.perf_counter()
-    backend.upsert(*make_batch(rng, 0, change, args.repos, hashes, tag="v2"))
-    print(f"re-publish of a 0.1% change ({change} points): {time.perf_counter() - t0:.2f} s + the diff")
-    config = Config()
-    repos = [RepoInfo(f"repo{r}", "main", model="bench") for r in range(args.repos)]
-    latencies = []
-    for q in range(args.queries):
-        words = " ".join(f"term{int(w)}" for w in rng.zipf(1.5, size=3) % VOCAB)
-        query = parse_query(words, config)
-        v = rng.standard_normal(DIMS).astype(np.float32)
-        vector = v / np.linalg.norm(v)
-        t0 = time.perf_counter()
-        backend.candidates(query, repos[: 1 + q % args.repos], Filters(), 50, lambda _m, v=vector: v)
-        latencies.append(time.perf_counter() - t0)
-    lat = np.array(latencies) * 1000
+    rows, texts, vectors = corpus.rows(0, change * args.repos, tag="v2")
+    keep = [i for i, r in enumerate(rows) if corpus.repo_of(r[0]) == "repo0"]
+    chunks, sparse_vectors = local_side(corpus, [rows[i] for i in keep], [texts[i] for i in keep])
+    stale = [point_id("repo0", c.path, c.start_line, c.content_hash.removesuffix("v2")) for c in chunks]
+    t1 = time.perf_counter()
+    backend.upsert(chunks, list(vectors[keep]), sparse_vectors)
+    backend.delete(stale)
+    t2 = time.perf_counter()
     print(
-        f"hybrid query (prefetch sparse 50 + dense 50, RRF): p50 {np.percentile(lat, 50):.1f} ms, "
-        f"p95 {np.percentile(lat, 95):.1f} ms over {args.queries} queries"
+        f"re-publish of a 0.1% change ({len(chunks)} new points + {len(stale)} deletes in repo0): "
+        f"{t2 - t1:.2f} s (+ the diff above; building them {t1 - t0:.2f} s)"
     )
-    print(f"peak RSS: {rss_mib():.0f} MiB (before publishing {base_rss:.0f} MiB)")
+    print(f"peak: {memory()}, {disk(tmp)}; {load()}")
     backend.close()
     return 0
 

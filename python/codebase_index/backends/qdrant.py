@@ -74,6 +74,24 @@ def _ext(path: str) -> str:
     return "." + name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
 
 
+def point_payload(c: ChunkPayload) -> dict[str, Any]:
+    """A chunk's payload in the collection: what results are formatted from, plus the filter keys."""
+    return {
+        "repo": c.repo,
+        "branches": list(c.branches),
+        "path": c.path,
+        "start_line": c.start_line,
+        "end_line": c.end_line,
+        "kind": c.kind,
+        "symbol": c.symbol,
+        "language": c.language,
+        "content_hash": c.content_hash,
+        "text": c.text,
+        "ext": _ext(c.path),
+        "dirs": _dirs(c.path),
+    }
+
+
 class QdrantBackend:
     """A Qdrant collection as a search backend and a publishing target."""
 
@@ -244,21 +262,7 @@ class QdrantBackend:
             vector: dict[str, Any] = {SPARSE: models.SparseVector(indices=indices, values=values)}
             if dense is not None:
                 vector[DENSE] = dense.tolist()
-            payload = {
-                "repo": c.repo,
-                "branches": list(c.branches),
-                "path": c.path,
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-                "kind": c.kind,
-                "symbol": c.symbol,
-                "language": c.language,
-                "content_hash": c.content_hash,
-                "text": c.text,
-                "ext": _ext(c.path),
-                "dirs": _dirs(c.path),
-            }
-            points.append(models.PointStruct(id=c.point_id, vector=vector, payload=payload))
+            points.append(models.PointStruct(id=c.point_id, vector=vector, payload=point_payload(c)))
         if points:
             self._call("upsert", self.client.upsert, self.collection, points, wait=True)
 
