@@ -14,6 +14,7 @@ from codebase_index.evaluation import (
     GoldenError,
     Located,
     Target,
+    breakdown,
     compare_runs,
     evaluate,
     load_golden,
@@ -142,6 +143,36 @@ def test_evaluate_runs_in_process_and_scores(tmp_path: Path) -> None:
     engine.close()
 
 
+def test_language_and_repo_labels_reach_the_per_group_report(tmp_path: Path) -> None:
+    labelled = [
+        {**GOLDEN[0], "language": "python", "repo": "acme/retry"},
+        {**GOLDEN[2], "language": "python", "repo": "acme/cache"},
+        {**GOLDEN[3], "language": "go", "repo": "acme/cache"},
+    ]
+    with pytest.raises(GoldenError, match="'language' must be a string"):
+        parse_golden([{**GOLDEN[0], "language": 3}])
+    engine = Engine(_project(tmp_path / "p"), index_path=tmp_path / "idx")
+    engine.index()
+    run = evaluate(engine, parse_golden(labelled), mode="keyword")
+    engine.close()
+    assert [(q.language, q.repo) for q in run.queries] == [
+        ("python", "acme/retry"),
+        ("python", "acme/cache"),
+        ("go", "acme/cache"),
+    ]
+    by_repo = breakdown(run.queries, ["repo"])
+    assert {k: s.queries for k, s in by_repo.items()} == {("acme/cache",): 2, ("acme/retry",): 1}
+    assert by_repo[("acme/retry",)].hit1 == 1.0
+    by_style_language = breakdown(run.queries, ["category", "language"])
+    assert by_style_language[("semantic", "go")].hit10 == 0.0  # the missing target
+    assert by_style_language[("semantic", "python")].hit10 == 1.0
+    with pytest.raises(ValueError, match="cannot break down by path"):
+        breakdown(run.queries, ["path"])
+    saved = tmp_path / "run.json"
+    save_run(run, saved)
+    assert load_run(saved).queries[2].language == "go"
+
+
 def test_eval_command_line(tmp_path: Path) -> None:
     root = _project(tmp_path / "p")
     golden = tmp_path / "golden.json"
@@ -160,3 +191,28 @@ def test_eval_command_line(tmp_path: Path) -> None:
     assert "best nDCG@10" in second.stdout and "queries changed" in second.stdout
     bad = subprocess.run([*base, "--sweep", "nope=1"], capture_output=True, text=True)
     assert bad.returncode == 1 and "unknown parameter" in bad.stderr
+
+
+def test_validate_script_reports_per_style_language_and_repo(tmp_path: Path) -> None:
+    base = tmp_path / "acme-retry"
+    _project(base / "corpus")
+    labelled = [{**g, "language": "python", "repo": "acme/retry"} for g in GOLDEN]
+    (base / "golden.json").write_text(json.dumps(labelled))
+    other = tmp_path / "hand-written"  # no labels: its folder name stands for the repository
+    _project(other / "corpus")
+    (other / "golden.json").write_text(json.dumps(GOLDEN[:2]))
+    for folder in (base, other):
+        engine = Engine(folder / "corpus", index_path=folder / "index")
+        engine.index()
+        engine.close()
+    script = Path(__file__).resolve().parents[1] / "bench" / "validate.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--sets", str(base), str(other), "--mode", "keyword"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "-- keyword by category x language" in out
+    assert "semantic / python" in out and "n=3" in out  # 3 semantic-style queries of the labelled set
+    assert "-- keyword by repo" in out
+    assert "acme/retry" in out and "hand-written" in out

@@ -69,6 +69,8 @@ class GoldenQuery(msgspec.Struct, frozen=True):
     query: str
     relevant: tuple[Target, ...]
     category: str = ""
+    language: str = ""  # optional labels of generated sets: reports break down by them
+    repo: str = ""
 
 
 class Located(msgspec.Struct, frozen=True):
@@ -87,6 +89,8 @@ class QueryResult(msgspec.Struct):
     n_relevant: int
     latency_ms: float
     top: list[str]
+    language: str = ""
+    repo: str = ""
 
 
 class Summary(msgspec.Struct):
@@ -155,14 +159,19 @@ def parse_golden(data: Any, source: str = "golden set") -> list[GoldenQuery]:
         raw_targets = [*(item.get("relevant") or []), *(item.get("secondary") or [])]
         if not raw_targets:
             raise GoldenError(f"{where}: no 'relevant' targets")
-        category = item.get("category")
-        if category is not None and not isinstance(category, str):
-            raise GoldenError(f"{where}: 'category' must be a string")
+        labels: dict[str, str] = {}
+        for key in ("category", "language", "repo"):
+            value = item.get(key)
+            if value is not None and not isinstance(value, str):
+                raise GoldenError(f"{where}: '{key}' must be a string")
+            labels[key] = value or ""
         out.append(
             GoldenQuery(
                 query=query,
                 relevant=tuple(_target(t, where) for t in raw_targets),
-                category=category or infer_category(query),
+                category=labels["category"] or infer_category(query),
+                language=labels["language"],
+                repo=labels["repo"],
             )
         )
     return out
@@ -258,6 +267,29 @@ def summarize(results: Sequence[QueryResult]) -> Summary:
 # ------------------------------------------------------------------------------------------ running
 
 
+BREAKDOWN_KEYS = ("category", "language", "repo")
+
+
+def breakdown(results: Sequence[QueryResult], keys: Sequence[str]) -> dict[tuple[str, ...], Summary]:
+    """`summarize` per group of queries sharing the values of `keys` (fields of QueryResult, e.g.
+    ("category", "language")): the per style x language x repo tables of a validation report.
+
+    >>> r = [QueryResult("a", "identifier", [1], [1], 1, 1.0, [], "go", "x"),
+    ...      QueryResult("b", "identifier", [], [], 1, 1.0, [], "go", "y")]
+    >>> {k: s.mrr10 for k, s in breakdown(r, ["category", "language"]).items()}
+    {('identifier', 'go'): 0.5}
+    """
+    unknown = [k for k in keys if k not in BREAKDOWN_KEYS]
+    if unknown:
+        raise ValueError(
+            f"cannot break down by {', '.join(unknown)}; choose from {', '.join(BREAKDOWN_KEYS)}"
+        )
+    groups: dict[tuple[str, ...], list[QueryResult]] = {}
+    for r in results:
+        groups.setdefault(tuple(getattr(r, k) or "-" for k in keys), []).append(r)
+    return {k: summarize(groups[k]) for k in sorted(groups)}
+
+
 def _settings(engine: Engine) -> dict[str, Any]:
     s = engine.config.search
     return {
@@ -297,6 +329,8 @@ def evaluate(
                 n_relevant=len(item.relevant),
                 latency_ms=round(latency, 3),
                 top=[f"{r.path}:{r.start_line}-{r.end_line}" for r in response.results[:5]],
+                language=item.language,
+                repo=item.repo,
             )
         )
     categories = sorted({r.category for r in results})
