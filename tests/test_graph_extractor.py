@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index import service as service_module
 from codebase_index.chunking import chunk_text, language_for_path
 from codebase_index.format import format_status
 from codebase_index.graph import extractor as extractor_module
@@ -23,7 +22,7 @@ from codebase_index.graph.resolve import resolve_with_stats
 from codebase_index.graph.store import GraphStore, encode_rows
 from codebase_index.graph.text import format_call_graph
 from codebase_index.indexer import content_key
-from codebase_index.service import Engine
+from codebase_index.service import Engine, graph_reads
 from codebase_index.store import SCHEMA_VERSION, Store, _v3
 from test_graph_store import UTIL, edges, engine, full_edges, git, repo  # noqa: F401 (fixtures)
 
@@ -170,7 +169,7 @@ def test_incomplete_answers_while_the_graph_is_being_built(
     engine.index(graph=False)
     scheduled: list[object] = []
     monkeypatch.setattr(engine.graphs, "schedule", scheduled.append)
-    monkeypatch.setattr(service_module, "INLINE_MAX_FILES", 0)  # as if far too many to extract inline
+    monkeypatch.setattr(graph_reads, "INLINE_MAX_FILES", 0)  # as if far too many to extract inline
     found = engine.call_graph("helper")
     assert found.incomplete == "code graph is being built: 0 of 3 files extracted"
     assert scheduled, "the answer asked the background pass to run"

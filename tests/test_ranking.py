@@ -44,6 +44,7 @@ from codebase_index.ranking.features import CASE_FOLDED_DEFINITION
 from codebase_index.ranking.query import INFLECTION_WEIGHT
 from codebase_index.search import DocRow, FieldWeights, KeywordSnapshot, module_path, path_field_tokens
 from codebase_index.service import Engine
+from codebase_index.service.retrieval import head_quotes_query, head_texts
 from codebase_index.vectors import Hit
 from provider_server import closed_port_url, serve, status_fault
 from test_vectors import make_repo, remote_config
@@ -585,8 +586,8 @@ def test_engine_reads_the_best_keyword_chunks_for_a_quote(tmp_path: Path) -> Non
         hits = engine.search(query, mode="keyword").results
         by_id = {row.chunk_id: doc for doc, row in enumerate(snap.docs)}
         parsed = parse_query(query)
-        texts = engine._head_texts(parsed, snap, [Hit(by_id[r.id], r.score) for r in hits])
-        return engine._quotes_query(parsed, snap, texts)
+        texts = head_texts(engine, parsed, snap, [Hit(by_id[r.id], r.score) for r in hits])
+        return head_quotes_query(parsed, snap, texts)
 
     assert quoted("got nil layouts")
     assert not quoted("returns the default text for this flag")  # two files say it

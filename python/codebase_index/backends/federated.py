@@ -17,7 +17,7 @@ from ..models import SearchResult
 from ..search import Filters, Hit, preview
 from .base import Candidates, ChunkPayload, EmbedQuery, QueryInput, RepoInfo, SearchBackend
 
-# Candidates each retriever hands to fusion, at least (as `service.CANDIDATE_POOL`).
+# Candidates each retriever hands to fusion, at least (as `service.retrieval.CANDIDATE_POOL`).
 CANDIDATE_POOL = 50
 
 

@@ -18,6 +18,7 @@ from ..bm25 import PostingsIndex
 from ..embedder import EmbeddingMismatchError
 from ..search import Filters, normalize_directory
 from ..service import Engine
+from ..service.embedding import usable_vectors
 from ..store import StoreError
 from . import sparse
 from .base import BackendError, Candidates, ChunkPayload, EmbedQuery, QueryInput, RepoInfo, point_id
@@ -242,7 +243,7 @@ class LocalBackend:
             engine = self.engines[view.name]
             snap = engine.snapshot()
             try:
-                vecs, reason = engine._usable_vectors(snap, required=False)
+                vecs, reason = usable_vectors(engine, snap, required=False)
             except EmbeddingMismatchError as exc:
                 vecs, reason = None, str(exc)
             if vecs is None:

@@ -1,0 +1,232 @@
+"""The engine's vector side: the embedding provider, the embedding job, query vectors (cached, behind
+a circuit breaker) and the vector snapshot searches read. `Engine` holds the state; this module wires it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .. import embedder, knowledge
+from ..embedder import (
+    META_MODEL,
+    EmbeddingJob,
+    EmbeddingMismatchError,
+    EmbedProgressFn,
+    EmbedReport,
+    check_model,
+    shared_provider,
+)
+from ..embeddings.base import EmbeddingError
+from ..resilience import QUERY_EMBEDDING, Breaker, cooling_down, endpoint_key
+from ..search import DocRow, KeywordSnapshot
+from ..store import Store, StoreError
+from ..vectors import AnnIndex, VectorCheck, VectorSnapshot
+
+if TYPE_CHECKING:
+    from ..embeddings.base import EmbeddingProvider
+    from .engine import Engine
+
+log = logging.getLogger("codebase_index.search")
+QUERY_CACHE_SIZE = 256
+
+
+class QueryEmbeddingError(Exception):
+    """The query could not be embedded (provider failed or cooling down); the message is search's note."""
+
+
+def embedding_provider(engine: Engine) -> EmbeddingProvider | None:
+    """The configured provider, built once; None (with `engine._provider_error`) when none is usable."""
+    if not engine._provider_ready:
+        try:
+            engine._provider = shared_provider(engine.config)  # one per process per setup
+            if engine._provider is None:
+                engine._provider_error = "no embedding provider available (keyword search only)"
+        except EmbeddingError as exc:
+            engine._provider_error = str(exc)
+        engine._provider_ready = True
+    return engine._provider
+
+
+def embed(
+    engine: Engine,
+    *,
+    progress: EmbedProgressFn | None = None,
+    stop: threading.Event | None = None,
+    wait_for_lock: bool = True,
+) -> EmbedReport | None:
+    """Embed the current branch's pending chunks (committed batch by batch) and bring the ANN index
+    up to date; None when no provider is usable. Raises EmbeddingMismatchError on a model change."""
+    provider = engine.embedding_provider()
+    if provider is None:
+        return None
+    job = EmbeddingJob(engine.index_dir, engine.embedding_catalogs(), provider, stop=stop)
+    report = job.run(progress, wait_for_lock=wait_for_lock)
+    if not report.cancelled and report.error is None:
+        count = engine.store.conn.execute(
+            "SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (provider.model_id,)
+        ).fetchone()[0]
+        if count >= engine.ann_threshold():
+            AnnIndex.sync(engine.store, engine.index_dir, provider.model_id, provider.dimensions)
+    return report
+
+
+def query_vector(engine: Engine, text: str) -> np.ndarray:
+    """The query's embedding, cached per text (agents repeat and refine queries). Raises
+    QueryEmbeddingError (its message is the note search shows) when the provider fails, within the
+    remote query budget (`search.queryEmbeddingTimeoutMs`, one try), or is cooling down after failing."""
+    provider = engine.embedding_provider()
+    if provider is None:
+        raise StoreError(engine._provider_error or "no embedding provider")
+    key = (provider.model_id, text)
+    cached = engine._query_vectors.get(key)
+    if cached is not None:
+        engine._query_vectors.move_to_end(key)
+        return cached
+    guard = breaker(engine, QUERY_EMBEDDING)
+    endpoint = provider_endpoint(provider)
+    blocked = guard.allow(endpoint)
+    if blocked is not None:
+        raise QueryEmbeddingError(f"keyword results only: the embedding provider {cooling_down(blocked)}")
+    try:
+        vector = provider.embed_query(text)
+    except Exception as exc:  # a dead, slow or misconfigured provider never fails the search
+        error = str(exc) if isinstance(exc, EmbeddingError) else f"{type(exc).__name__}: {exc}"
+        health = guard.failure(endpoint, error)
+        log.warning("query embedding failed (%d in a row), keyword results: %s", health.failures, error)
+        note = f"keyword results only: the embedding provider failed ({error})"
+        raise QueryEmbeddingError(note) from None
+    guard.success(endpoint)
+    engine._query_vectors[key] = vector
+    while len(engine._query_vectors) > QUERY_CACHE_SIZE:
+        engine._query_vectors.popitem(last=False)
+    return vector
+
+
+def breaker(engine: Engine, name: str) -> Breaker:
+    """The engine's circuit breaker of one search-time dependency (query embedding, reranker)."""
+    found = engine._breakers.get(name)
+    if found is None:
+        found = engine._breakers[name] = Breaker(engine.index_dir, name)
+    return found
+
+
+def provider_endpoint(provider: EmbeddingProvider) -> str:
+    """Identity of the configured provider for the breaker: another URL or key starts afresh."""
+    settings = getattr(provider, "settings", None)
+    return endpoint_key(
+        provider.model_id, getattr(settings, "base_url", ""), getattr(settings, "api_key", "")
+    )
+
+
+def vector_snapshot(engine: Engine, snap: KeywordSnapshot | None = None) -> VectorSnapshot | None:
+    """Vectors of the current keyword snapshot's documents, topped up with embeddings committed since
+    the last call; None without a provider. Raises EmbeddingMismatchError on a model change."""
+    provider = engine.embedding_provider()
+    if provider is None:
+        return None
+    snap = snap or engine.snapshot()
+    with engine._vectors_lock:
+        cached = engine._vectors
+        if cached is not None and cached[0] is snap and cached[1].model_id == provider.model_id:
+            vecs = cached[1]
+        else:
+            check_model(engine.store, provider, record=False)
+            ids = [d.chunk_id for d in snap.docs]
+            hashes = chunk_hashes(engine.store, ids)
+            # Tombstoned documents of an overlay snapshot get no vector (their chunks may be gone).
+            prefixes = kb_prefixes(engine)
+            live = [
+                embedding_key(d, hashes[d.chunk_id], prefixes)
+                if snap.is_live(n) and d.chunk_id in hashes
+                else ""
+                for n, d in enumerate(snap.docs)
+            ]
+            vecs = VectorSnapshot(live, provider.dimensions, provider.model_id)
+            engine._vectors = (snap, vecs)
+        if len(snap.docs) >= engine.ann_threshold():
+            vecs.reload_ann(engine.index_dir)  # one stat unless the embedding side saved a new file
+        vecs.refresh(engine.store)
+        return vecs
+
+
+def usable_vectors(
+    engine: Engine, snap: KeywordSnapshot, *, required: bool
+) -> tuple[VectorSnapshot | None, str]:
+    """The vector snapshot if it holds any vector, else None and why; `required` raises instead."""
+    try:
+        vecs = engine.vector_snapshot(snap)
+    except EmbeddingMismatchError as exc:
+        if required:
+            raise
+        return None, str(exc)
+    if vecs is None:
+        reason = engine.embedding_error() or "no embedding provider"
+    elif len(vecs) == 0:
+        reason = "no embeddings yet for this branch (they are computed after indexing)"
+        failed = engine.store.conn.execute(
+            "SELECT error FROM embedding_failures WHERE model_id = ? ORDER BY last_attempt DESC LIMIT 1",
+            (vecs.model_id,),
+        ).fetchone()
+        if failed is not None:
+            reason = f"no embeddings yet: embedding failed ({failed[0]}); retried on the next index run"
+    else:
+        return vecs, ""
+    if required:
+        raise StoreError(f"semantic search is unavailable: {reason}")
+    return None, reason
+
+
+def verify_vectors(engine: Engine, *, sample: int = 64) -> VectorCheck | None:
+    """Check the index model's vectors (SQLite rows, the ANN file) and repair what disagrees, without
+    re-embedding or loading any model; None when nothing was ever embedded here."""
+    from ..embedder import META_DIMENSIONS
+    from ..vectors import verify_vectors
+
+    if not (engine.index_dir / "codebase.db").exists():
+        return None
+    model = engine.store.get_meta(META_MODEL)
+    dims = engine.store.get_meta(META_DIMENSIONS)
+    if model is None or dims is None:
+        return None
+    return verify_vectors(
+        engine.store, engine.index_dir, model, int(dims), threshold=engine.ann_threshold(), sample=sample
+    )
+
+
+def stored_path(path: str, kb_prefixes: Sequence[str]) -> str:
+    """A document's path as its catalog stores it (a knowledge-base result without `kb:<label>/`)."""
+    for prefix in kb_prefixes:
+        if path.startswith(prefix):
+            return path[len(prefix) :]
+    return path
+
+
+def embedding_key(doc: DocRow, chunk_hash: str, kb_prefixes: Sequence[str]) -> str:
+    """The embedding cache key of a snapshot document (`embedder.embedding_key`); the header names the
+    stored path, so knowledge-base documents drop their `kb:<label>/` display prefix."""
+    if not embedder.EMBED_HEADER:
+        return chunk_hash
+    path = stored_path(doc.path, kb_prefixes)
+    return embedder.embedding_key(path, doc.symbol, doc.kind, chunk_hash)
+
+
+def kb_prefixes(engine: Engine) -> list[str]:
+    """Display prefixes (`kb:<label>/`) of the knowledge bases, longest first."""
+    if not embedder.EMBED_HEADER:
+        return []
+    return sorted((knowledge.display_path(kb, "") for kb in engine.knowledge_bases()), key=len, reverse=True)
+
+
+def chunk_hashes(store: Store, chunk_ids: Sequence[int]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    unique = list(dict.fromkeys(chunk_ids))
+    for start in range(0, len(unique), 500):
+        part = unique[start : start + 500]
+        marks = ",".join("?" * len(part))
+        out.update(store.conn.execute(f"SELECT id, chunk_hash FROM chunks WHERE id IN ({marks})", part))
+    return out

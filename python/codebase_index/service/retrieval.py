@@ -1,0 +1,434 @@
+"""The engine's search wiring: parse the query, run the retrievers (BM25, vectors, the code graph, the
+exact-text checks), hand their candidates to ranking, let a configured reranker reorder the head and
+turn the order into results. `Engine.search` and `Engine.similar` call in here.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+import numpy as np
+
+from .. import embedder
+from ..config import Config
+from ..models import SearchResult
+from ..ranking import (
+    ParsedQuery,
+    exact_matches,
+    is_quotation,
+    may_hold_message,
+    may_quote,
+    merge_external,
+    parse_query,
+    quotes_query,
+    rank_hits,
+    verbatim_spans,
+)
+from ..ranking.query import MESSAGE_CANDIDATES, VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
+from ..resilience import RERANKER, cooling_down, endpoint_key
+from ..search import FieldWeights, Filters, KeywordSnapshot, preview, top_hits
+from ..store import Store
+from ..vectors import Hit
+from .embedding import QueryEmbeddingError, breaker, chunk_hashes, kb_prefixes, stored_path, usable_vectors
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger("codebase_index.search")
+SEARCH_MODES = ("keyword", "semantic", "hybrid")
+# Candidates each retriever hands to fusion, at least; more when more results are asked for.
+CANDIDATE_POOL = 50
+
+
+class SearchResponse(msgspec.Struct, omit_defaults=True):
+    """`strategy` says what actually ran: keyword, semantic, hybrid, hybrid-partial (vectors still
+    arriving: chunks without one come from BM25 alone) or keyword-fallback (no usable vectors, or the
+    provider failed on the query). `note`: one line on anything that degraded the answer and why."""
+
+    query: str
+    strategy: str
+    top_k: int
+    results: list[SearchResult]
+    note: str | None = None
+
+
+def _join(*notes: str | None) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def fuse(
+    parsed: ParsedQuery,
+    snap: KeywordSnapshot,
+    keyword_hits: Sequence[Hit],
+    semantic_hits: Sequence[Hit],
+    config: Config,
+    keyword_scores: np.ndarray | None = None,
+    verbatim: bool = False,
+    relation: Sequence[int] = (),
+    exact: Sequence[int] = (),
+    spans: Mapping[int, int] | None = None,
+) -> list[Hit]:
+    """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
+    may be empty), final order out: fusion, then the code-aware rerank of `ranking.rank_hits`.
+    `keyword_scores` (every document's keyword score) lets fusion score vector candidates that are
+    outside the keyword top list; `verbatim`: a keyword candidate quotes the query (`quotes_query`)."""
+
+    def keyword_score(docs: Sequence[int]) -> list[float]:
+        assert keyword_scores is not None
+        return keyword_scores[np.asarray(docs, dtype=np.int64)].tolist()
+
+    ranked = rank_hits(
+        parsed,
+        snap,
+        keyword_hits,
+        semantic_hits,
+        config.search,
+        keyword_score=keyword_score if keyword_scores is not None else None,
+        verbatim=verbatim,
+        relation=relation,
+        exact=exact,
+        spans=spans,
+    )
+    return [Hit(d, s) for d, s in ranked]
+
+
+_DOCS_BY_PATH: weakref.WeakKeyDictionary[KeywordSnapshot, tuple[int, dict[str, list[int]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _docs_by_path(snap: KeywordSnapshot) -> dict[str, list[int]]:
+    """A snapshot's live documents per path, built once per snapshot (the graph retriever's lookup)."""
+    cached = _DOCS_BY_PATH.get(snap)
+    if cached is None or cached[0] != len(snap.docs):
+        out: dict[str, list[int]] = {}
+        for doc, row in enumerate(snap.docs):
+            if snap.is_live(doc):
+                out.setdefault(row.path, []).append(doc)
+        cached = (len(snap.docs), out)
+        _DOCS_BY_PATH[snap] = cached
+    return cached[1]
+
+
+def _innermost(snap: KeywordSnapshot, docs: Sequence[int], line: int) -> int | None:
+    """The smallest of `docs` whose lines cover `line`."""
+    best: int | None = None
+    best_span = 0
+    for doc in docs:
+        row = snap.docs[doc]
+        if row.start_line <= line <= row.end_line:
+            span = row.end_line - row.start_line
+            if best is None or span < best_span:
+                best, best_span = doc, span
+    return best
+
+
+def search(
+    engine: Engine, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str | None = None
+) -> SearchResponse:
+    """`mode` None means hybrid when vectors exist for the active model, else keyword. A provider
+    that fails (or cools down after failing) while embedding the query, in any mode, gives keyword
+    results (`keyword-fallback`) with a note naming the cause; a failing reranker keeps the
+    deterministic order."""
+    if mode is not None and mode not in SEARCH_MODES:
+        raise ValueError(f"unknown search mode {mode!r}; available: {', '.join(SEARCH_MODES)}")
+    snap = engine.snapshot()
+    parsed = parse_query(query)
+    mask = snap.candidate_mask(filters or Filters())
+    pool = max(CANDIDATE_POOL, top_k * 3, engine.config.search.rerank_top_n)
+    keyword_hits: list[Hit] = []
+    keyword_scores: np.ndarray | None = None  # every document's, for fusion (see ranking.fusion)
+    if mode != "semantic":
+        keyword_scores, keyword_hits = keyword_candidates(engine, parsed, snap, mask, pool)
+    relation = relation_candidates(engine, parsed, snap, mask)
+    texts = head_texts(engine, parsed, snap, keyword_hits)
+    exact = exact_matches(parsed, texts.items()) if is_quotation(parsed) else []
+    spans = verbatim_spans(parsed, texts.items()) if may_hold_message(parsed) else {}
+
+    def keyword_only(strategy: str, note: str = "") -> SearchResponse:
+        hits = keyword_hits
+        if mode == "semantic":  # a semantic search whose query could not be embedded
+            hits = keyword_candidates(engine, parsed, snap, mask, pool)[1]
+        ranked, rerank_note = external_rerank(
+            engine,
+            query,
+            snap,
+            fuse(parsed, snap, hits, [], engine.config, relation=relation, exact=exact, spans=spans),
+        )
+        return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
+
+    if mode == "keyword":
+        return keyword_only("keyword")
+    vecs, note = usable_vectors(engine, snap, required=mode == "semantic")
+    if vecs is None:
+        return keyword_only("keyword-fallback", note)
+    try:
+        query_vector = engine.query_vector(query)
+    except QueryEmbeddingError as exc:
+        return keyword_only("keyword-fallback", str(exc))
+    semantic_hits = vecs.semantic_hits(query_vector, pool, mask)
+    if mode == "semantic":
+        ranked, rerank_note = external_rerank(
+            engine, query, snap, fuse(parsed, snap, [], semantic_hits, engine.config)
+        )
+        return respond(engine, query, "semantic", top_k, snap, ranked[:top_k], rerank_note)
+    verbatim = head_quotes_query(parsed, snap, texts)
+    fused, rerank_note = external_rerank(
+        engine,
+        query,
+        snap,
+        fuse(
+            parsed,
+            snap,
+            keyword_hits,
+            semantic_hits,
+            engine.config,
+            keyword_scores,
+            verbatim,
+            relation=relation,
+            exact=exact,
+            spans=spans,
+        ),
+    )
+    strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
+    return respond(engine, query, strategy, top_k, snap, fused[:top_k], rerank_note)
+
+
+def keyword_candidates(
+    engine: Engine, parsed: ParsedQuery, snap: KeywordSnapshot, mask: np.ndarray | None, pool: int
+) -> tuple[np.ndarray | None, list[Hit]]:
+    """The keyword retriever: every document's BM25 score over the chunk text, symbol and path
+    fields for the parsed query's weighted terms, and its best `pool` hits."""
+    terms, term_weights = list(parsed.terms), list(parsed.term_weights)
+    ids = engine.store.term_ids(terms)
+    term_ids = [ids[t] for t in terms if t in ids]
+    id_weights = [w for t, w in zip(terms, term_weights, strict=True) if t in ids]
+    if not terms or not len(snap.docs):
+        return None, []
+    scores = snap.enriched_scores(terms, term_ids, FieldWeights(), mask, term_weights, id_weights)
+    return scores, [Hit(d, s) for d, s in top_hits(scores, pool)]
+
+
+def relation_candidates(
+    engine: Engine, parsed: ParsedQuery, snap: KeywordSnapshot, mask: np.ndarray | None
+) -> list[int]:
+    """The code-graph retriever: for a relation question ("who calls X", "what does X call", "where
+    is X used") the chunks holding the answer (each call site's enclosing chunk for callers and
+    references, each callee's definition for callees), resolved calls first, then calls matched by
+    name only. Empty for other queries, without a graph, or when the graph cannot be read."""
+    rel = parsed.relation
+    if rel is None:
+        return []
+    direction = "callees" if rel.kind == "callees" else "callers"
+    try:
+        graph = engine.call_graph(rel.name, direction=direction, include_name_matches=True, limit=60)
+    except Exception:  # a graph that cannot answer leaves the other retrievers' answer as it is
+        return []
+    if direction == "callers":
+        sites = [(e.caller_path, e.line) for e in [*graph.edges, *graph.name_matches]]
+    else:
+        sites = [(e.callee_path, e.callee_line) for e in [*graph.edges, *graph.name_matches]]
+    by_path = _docs_by_path(snap)
+    out: list[int] = []
+    for path, line in sites:
+        doc = _innermost(snap, by_path.get(path, ()), line)
+        if doc is not None and (mask is None or mask[doc]) and doc not in out:
+            out.append(doc)
+    return out
+
+
+def head_texts(
+    engine: Engine, parsed: ParsedQuery, snap: KeywordSnapshot, keyword_hits: Sequence[Hit]
+) -> dict[int, str]:
+    """The texts of the best keyword candidates (the exact-text retriever's evidence), read only for a
+    query some literal check applies to (`exact_matches`, `verbatim_spans`, `head_quotes_query`): three or
+    more words or pasted code, and quoted, pasted or a possible message. Descriptions read nothing."""
+    if len(parsed.plain_words) < VERBATIM_MIN_WORDS and not parsed.code_like:
+        return {}
+    if not (is_quotation(parsed) or may_hold_message(parsed) or may_quote(parsed)):
+        return {}
+    docs = [h.doc for h in keyword_hits[:MESSAGE_CANDIDATES]]
+    texts = chunk_texts(engine.store, [snap.docs[d].chunk_id for d in docs])
+    return {d: texts.get(snap.docs[d].chunk_id, "") for d in docs}
+
+
+def head_quotes_query(parsed: ParsedQuery, snap: KeywordSnapshot, texts: dict[int, str]) -> bool:
+    """Whether one of the best keyword candidates holds the query verbatim (`ranking.quotes_query`):
+    hybrid fusion then leans on keywords as for pasted code."""
+    if not may_quote(parsed):
+        return False
+    best = list(texts.items())[:VERBATIM_CANDIDATES]
+    return quotes_query(parsed, ((snap.docs[d].path, text) for d, text in best))
+
+
+def external_rerank(
+    engine: Engine, query: str, snap: KeywordSnapshot, hits: list[Hit]
+) -> tuple[list[Hit], str]:
+    """Let the configured rerank API reorder the head of the deterministic order; on ANY failure
+    (no key, network, timeout, bad answer) keep the deterministic order, remember and log why, and
+    return the note to show. A reranker that keeps failing is skipped for a cool-down."""
+    cfg = engine.config.reranker
+    if not cfg.enabled or not hits:
+        return hits, ""
+    from ..rerank_providers import RerankError, RerankSettings, create_reranker
+
+    guard = breaker(engine, RERANKER)
+    endpoint = endpoint_key(cfg.provider, cfg.model, cfg.base_url, cfg.api_key)
+    blocked = guard.allow(endpoint)
+    if blocked is not None:
+        engine.reranker_error = blocked.error
+        return hits, f"reranker skipped: it {cooling_down(blocked)}; results in the built-in order"
+    top_n = min(cfg.top_n, len(hits))
+    try:
+        if engine._reranker is None:
+            engine._reranker = create_reranker(
+                RerankSettings(
+                    provider=cfg.provider,
+                    model=cfg.model,
+                    api_key=cfg.api_key,
+                    base_url=cfg.base_url,
+                    top_n=cfg.top_n,
+                    timeout_ms=cfg.timeout_ms,
+                )
+            )
+        ids = [snap.docs[h.doc].chunk_id for h in hits[:top_n]]
+        texts = chunk_texts(engine.store, ids)
+        documents = [f"{snap.docs[h.doc].path}\n{texts.get(i, '')}" for h, i in zip(hits, ids, strict=False)]
+        answer = engine._reranker.rerank(query, documents, top_n)
+        merged = [Hit(d, s) for d, s in merge_external(hits, answer, top_n)]
+    except Exception as exc:  # any failure means: keep the deterministic order
+        error = str(exc) if isinstance(exc, (RerankError, ValueError)) else f"{type(exc).__name__}: {exc}"
+        engine.reranker_error = error
+        health = guard.failure(endpoint, error)
+        log.warning("reranker failed (%d in a row), built-in order kept: %s", health.failures, error)
+        return hits, f"reranker failed ({error}); results in the built-in order"
+    engine.reranker_error = None
+    guard.success(endpoint)
+    return merged, ""
+
+
+def similar(
+    engine: Engine,
+    *,
+    snippet: str | None = None,
+    at: tuple[str, int] | None = None,
+    top_k: int = 10,
+    filters: Filters | None = None,
+) -> SearchResponse:
+    """Chunks nearest in meaning to a code snippet or to the chunk at (path, line), never the source.
+
+    For a snippet, chunks whose text is exactly the snippet count as the source."""
+    if (snippet is None) == (at is None):
+        raise ValueError("give either a code snippet or a path:line location, not both")
+    snap = engine.snapshot()
+    vecs, note = usable_vectors(engine, snap, required=True)
+    assert vecs is not None
+    provider = engine.embedding_provider()
+    assert provider is not None
+    if at is not None:
+        source = doc_at(snap, *at)
+        vector = vecs.vector_of(source)
+        if vector is None:
+            row = snap.docs[source]
+            text = chunk_texts(engine.store, [row.chunk_id]).get(row.chunk_id, "")
+            path = stored_path(row.path, kb_prefixes(engine))
+            text = embedder.embedding_text(path, row.symbol, row.kind, text)
+            vector = provider.embed_documents([text])[0]
+
+        def exclude(doc: int) -> bool:
+            return doc == source
+
+        label = f"{at[0]}:{at[1]}"
+    else:
+        assert snippet is not None
+        if not snippet.strip():
+            raise ValueError("the code snippet is empty")
+        vector = provider.embed_documents([snippet])[0]
+        from ..indexer import chunk_hash
+
+        target = chunk_hash(snippet)
+        hashes = chunk_hashes(engine.store, [d.chunk_id for d in snap.docs])
+        same = {cid for cid, h in hashes.items() if h == target}
+
+        def exclude(doc: int) -> bool:
+            return snap.docs[doc].chunk_id in same
+
+        label = snippet if len(snippet) <= 80 else snippet[:77] + "..."
+    mask = snap.candidate_mask(filters or Filters())
+    hits = vecs.semantic_hits(vector, top_k, mask, exclude=exclude)
+    return respond(engine, label, "similar", top_k, snap, hits, note or None)
+
+
+def doc_at(snap: KeywordSnapshot, path: str, line: int) -> int:
+    """The innermost chunk of `path` covering `line` (1-based); ValueError naming what is missing."""
+    wanted = path.replace("\\", "/").removeprefix("./")
+    best: int | None = None
+    seen_path = False
+    for doc, row in enumerate(snap.docs):
+        if row.path != wanted or not snap.is_live(doc):
+            continue
+        seen_path = True
+        span = row.end_line - row.start_line
+        if row.start_line <= line <= row.end_line and (
+            best is None or span < snap.docs[best].end_line - snap.docs[best].start_line
+        ):
+            best = doc
+    if best is None:
+        if not seen_path:
+            raise ValueError(f"{wanted} is not in the index (check the path, relative to the root)")
+        raise ValueError(f"no chunk of {wanted} covers line {line}")
+    return best
+
+
+def respond(
+    engine: Engine,
+    query: str,
+    strategy: str,
+    top_k: int,
+    snap: KeywordSnapshot,
+    hits: Sequence[Hit],
+    note: str | None = None,
+) -> SearchResponse:
+    return SearchResponse(
+        query=query,
+        strategy=strategy,
+        top_k=top_k,
+        results=to_results(engine.store, snap, [(h.doc, h.score) for h in hits]),
+        note=note or None,
+    )
+
+
+def to_results(store: Store, snap: KeywordSnapshot, hits: Sequence[tuple[int, float]]) -> list[SearchResult]:
+    docs = [snap.docs[doc] for doc, _ in hits]
+    texts = chunk_texts(store, [d.chunk_id for d in docs])
+    results = []
+    for doc, (_, score) in zip(docs, hits, strict=True):
+        text = texts.get(doc.chunk_id, "")
+        results.append(
+            SearchResult(
+                id=doc.chunk_id,
+                score=round(score, 6),
+                path=doc.path,
+                start_line=doc.start_line,
+                end_line=doc.end_line,
+                kind=doc.kind,
+                symbol=doc.symbol,
+                language=doc.language,
+                chunk=doc.ordinal,
+                preview=preview(text),
+                content=text,
+            )
+        )
+    return results
+
+
+def chunk_texts(store: Store, chunk_ids: Sequence[int]) -> dict[int, str]:
+    if not chunk_ids:
+        return {}
+    marks = ",".join("?" * len(chunk_ids))
+    rows = store.conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", list(chunk_ids))
+    return dict(rows)
