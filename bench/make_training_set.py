@@ -42,7 +42,11 @@ import training_styles as ts
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = Path.home() / ".cache" / "codebase-index-train"
-RESERVED = HERE.parent.parent / "shared" / "bench" / "reserved.txt"
+# ../shared/bench/reserved.txt of the main checkout; a worktree (/work/wt/NAME) finds it further up.
+RESERVED = next(
+    (p / "shared" / "bench" / "reserved.txt" for p in HERE.parents if (p / "shared" / "bench").is_dir()),
+    HERE.parent.parent / "shared" / "bench" / "reserved.txt",
+)
 ALL_LANGUAGES = mvs.LANGUAGES | mvs.MORE_LANGUAGES
 # Paths whose code is not the project's own (queries are never generated from them; they stay indexed).
 _NOT_OWN = re.compile(
@@ -60,7 +64,7 @@ CAPS = {
     "snippet_renamed": 150,
     "relation": 150,
 }
-CHANGES = {"train": 12, "validation": 12, "eval": 40}
+CHANGES = {"train": 40, "validation": 40, "eval": 40}
 CHANGE_WINDOW = {"train": 800, "validation": 800, "eval": 2000}
 MAX_FILE_BYTES = 300_000
 # Test code inside source files: Rust's `mod tests`, `test_*` functions.
@@ -89,7 +93,9 @@ def query_file(rel: str, primary: str) -> bool:
 
 
 def load_reserved(path: Path) -> set[str]:
-    lines = path.read_text().splitlines() if path.is_file() else []
+    if not path.is_file():  # without the list nothing can be checked: refuse rather than skip the check
+        raise SystemExit(f"{path}: the reserved-repository list is missing (give --reserved)")
+    lines = path.read_text().splitlines()
     return {line.strip().lower() for line in lines if line.strip() and not line.startswith("#")}
 
 

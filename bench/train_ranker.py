@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -36,10 +37,10 @@ import numpy as np
 from codebase_index.config import Config
 from codebase_index.evaluation import Target, load_golden
 from codebase_index.ranking import learned
-from codebase_index.ranking.fit import STEPS, STORED_FILE_GAIN, fit, load_table, mrr_by_style
+from codebase_index.ranking.fit import STEPS, STORED_FILE_GAIN, fit, load_table
 from codebase_index.ranking.learned import FEATURES, LinearModel, feature_matrix
-from codebase_index.ranking.model import rank
-from codebase_index.ranking.pipeline import capture
+from codebase_index.ranking.model import diversify, rank
+from codebase_index.ranking.pipeline import capture, guaranteed_first
 from codebase_index.ranking.query import STYLES
 from codebase_index.service import Engine
 
@@ -62,73 +63,118 @@ def gain(path: str, start: int, end: int, targets: Sequence[Target]) -> float:
     return best
 
 
+ROW_KEYS = ("x", "gain", "rules_rank", "qid", "guaranteed", "file_id")  # per candidate; the rest per query
+
+
 def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[str, np.ndarray]:
     """Feature rows of every golden query of one set (at most `rows` candidates per query, the
-    relevant ones always kept)."""
-    engine = Engine(base / "corpus", index_path=base / "index", config=Config())
+    relevant ones always kept), then of its change descriptions (changes.json) if it has any."""
     golden = load_golden(base / "golden.json")
+    raw = json.loads((base / "golden.json").read_text())
+    # The golden entries' language (extra key load_golden ignores; the same order, one entry each).
+    languages = [str(r.get("language", "")) for r in raw] if len(raw) == len(golden) else [""] * len(golden)
     if max_queries and len(golden) > max_queries:
         # A seeded sample per set, in the set's order (the same set gives the same sample).
         keep = sorted(random.Random(base.name).sample(range(len(golden)), max_queries))
         golden = [golden[i] for i in keep]
-    xs: list[np.ndarray] = []
-    gains: list[np.ndarray] = []
-    ranks: list[np.ndarray] = []
-    qids: list[int] = []
-    styles: list[int] = []
-    cats: list[str] = []
-    snap = engine.snapshot()
+        languages = [languages[i] for i in keep]
+    parts: list[dict[str, Any]] = []
+    engine = Engine(base / "corpus", index_path=base / "index", config=Config())
     try:
-        for qi, g in enumerate(golden):
-            with capture() as seen:
-                engine.search(g.query, top_k=10, mode=mode)
-            if not seen:
-                continue
-            got = seen[-1]
-            x = feature_matrix(got.candidates, got.parsed, got.evidence, got.path_weights)
-            # The hand-set scorer's order of the same candidates, to compare against on the table.
-            by_rules = rank(got.candidates, got.parsed, None, got.path_weights, got.evidence.relation)
-            position = {r.doc: i for i, r in enumerate(by_rules)}
-            rules_rank = np.array([position[c.doc] for c in got.candidates], dtype=np.int32)
-            y = np.array(
-                [
-                    gain(c.path, snap.docs[c.doc].start_line, snap.docs[c.doc].end_line, g.relevant)
-                    for c in got.candidates
-                ],
-                dtype=np.float32,
-            )
-            keep = np.flatnonzero((np.arange(len(y)) < rows) | (y > 0))
-            xs.append(x[keep].astype(np.float32))
-            ranks.append(rules_rank[keep])
-            gains.append(y[keep])
-            qids.extend([qi] * len(keep))
-            styles.append(STYLES.index(got.parsed.style))
-            cats.append(g.category)
+        for g, language in zip(golden, languages, strict=True):
+            part = _query_rows(engine, g.query, g.relevant, mode, rows)
+            if part is not None:
+                parts.append(part | {"category": g.category, "language": language})
     finally:
         engine.close()
-    if not xs:
+    changes = base / "changes.json"
+    if changes.is_file():
+        parts += _change_rows(base, json.loads(changes.read_text()), mode, rows)
+    if not parts:
         return {}
+    out: dict[str, np.ndarray] = {k: np.concatenate([p[k] for p in parts]) for k in ROW_KEYS if k != "qid"}
+    out["qid"] = np.concatenate([np.full(len(p["gain"]), i, dtype=np.int32) for i, p in enumerate(parts)])
+    out["style"] = np.asarray([p["style"] for p in parts], dtype=np.int8)
+    out["category"] = np.asarray([p["category"] for p in parts])
+    out["language"] = np.asarray([p["language"] for p in parts])
+    return out
+
+
+def _change_rows(base: Path, entries: list[dict[str, Any]], mode: str, rows: int) -> list[dict[str, Any]]:
+    """Change descriptions: each searched over its parent snapshot (branch of changes/, indexed in
+    changes-index/ by make_training_set.py); any chunk of a changed file is relevant (file level)."""
+    clone = base / "changes"
+    out: list[dict[str, Any]] = []
+    for e in entries:
+        subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-f", e["branch"]], check=True)
+        engine = Engine(clone, index_path=base / "changes-index", config=Config())
+        try:
+            targets = [Target(str(p)) for p in e["relevant"]]
+            part = _query_rows(engine, e["query"], targets, mode, rows)
+        finally:
+            engine.close()
+        if part is not None:
+            out.append(part | {"category": "change", "language": str(e.get("language", ""))})
+    return out
+
+
+def _query_rows(
+    engine: Engine, query: str, relevant: Sequence[Target], mode: str, rows: int
+) -> dict[str, Any] | None:
+    """One query's rank-stage candidates as table rows: features, gain, the hand-set scorer's rank, the
+    candidate `guarantees` puts first whatever the scorer says, and the candidate's file (an index per
+    query, for the final diversification)."""
+    snap = engine.snapshot()
+    with capture() as seen:
+        engine.search(query, top_k=10, mode=mode)
+    if not seen:
+        return None
+    got = seen[-1]
+    x = feature_matrix(got.candidates, got.parsed, got.evidence, got.path_weights)
+    # The hand-set scorer's order of the same candidates, to compare against on the table.
+    by_rules = rank(got.candidates, got.parsed, None, got.path_weights, got.evidence.relation)
+    position = {r.doc: i for i, r in enumerate(by_rules)}
+    rules_rank = np.array([position[c.doc] for c in got.candidates], dtype=np.int32)
+    first = guaranteed_first(got.parsed, got.candidates, got.exact, got.evidence.spans)
+    files: dict[str, int] = {}
+    y = np.array(
+        [
+            gain(c.path, snap.docs[c.doc].start_line, snap.docs[c.doc].end_line, relevant)
+            for c in got.candidates
+        ],
+        dtype=np.float32,
+    )
+    keep = np.flatnonzero((np.arange(len(y)) < rows) | (y > 0))
     return {
-        "x": np.concatenate(xs),
-        "gain": np.concatenate(gains),
-        "rules_rank": np.concatenate(ranks),
-        "qid": np.asarray(qids, dtype=np.int32),
-        "style": np.asarray(styles, dtype=np.int8),
-        "category": np.asarray(cats),
+        "x": x[keep].astype(np.float32),
+        "gain": y[keep],
+        "rules_rank": rules_rank[keep],
+        "guaranteed": np.array([got.candidates[i].doc == first for i in keep], dtype=bool),
+        "file_id": np.array(
+            [files.setdefault(got.candidates[i].path, len(files)) for i in keep], dtype=np.int16
+        ),
+        "style": STYLES.index(got.parsed.style),
     }
 
 
-def read_sets(args: Sequence[str]) -> list[Path]:
-    """Set folders, expanding manifests (a JSON list of folders, or {"sets": [...]})."""
+def read_sets(args: Sequence[str], split: str = "train") -> list[Path]:
+    """Set folders, expanding manifests: a JSON list of folders, {"sets": [...]}, or the manifest of
+    bench/make_training_set.py ({"repos": [{"repo", "split", "corpus", ...}]}, its `split` only)."""
     out: list[Path] = []
     for a in args:
         p = Path(a).expanduser()
-        if p.is_file():
-            data = json.loads(p.read_text())
-            entries = data["sets"] if isinstance(data, dict) else data
-            out.extend((p.parent / str(e.get("path", e) if isinstance(e, dict) else e)) for e in entries)
-        else:
+        if not p.is_file():
             out.append(p)
+            continue
+        data = json.loads(p.read_text())
+        if isinstance(data, dict) and "repos" in data:
+            chosen = [r for r in data["repos"] if r["split"] == split]
+            if not chosen:
+                raise SystemExit(f"{p}: no repository of split {split!r}")
+            out.extend(p.parent / Path(str(r["corpus"])).parent for r in chosen)
+            continue
+        entries = data["sets"] if isinstance(data, dict) else data
+        out.extend((p.parent / str(e.get("path", e) if isinstance(e, dict) else e)) for e in entries)
     return out
 
 
@@ -137,7 +183,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     parts: list[dict[str, np.ndarray]] = []
     repos: list[str] = []
     offset = 0
-    for base in read_sets(args.sets):
+    for base in read_sets(args.sets, args.split):
         t0 = time.time()
         part = extract_set(base, args.mode, args.rows, args.max_queries)
         if not part:
@@ -160,13 +206,54 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
-def report(table: dict[str, np.ndarray], model: LinearModel) -> None:
-    """MRR@10 per style on a table: the model's order beside the hand-set scorer's."""
-    fitted = mrr_by_style(table, model.scores(table["x"].astype(np.float64)))
-    rules = mrr_by_style(table, -table["rules_rank"].astype(np.float64))
-    print(f"  {'style':<12} {'rules':>6} {'model':>6}")
-    for style, v in fitted.items():
-        print(f"  {style:<12} {rules[style]:6.3f} {v:6.3f}")
+def final_rr(table: dict[str, np.ndarray], scores: np.ndarray, rules: bool = False) -> np.ndarray:
+    """Reciprocal rank@10 (a chunk of gain 1) per query of the order the engine would return: a model's
+    scores -> exp -> `diversify` (rank_learned), the rules' order as it is (`rank` diversifies), then the
+    candidate `guarantees` puts first. NaN for a query without rows."""
+    qid = table["qid"]
+    out = np.full(len(table["style"]), np.nan)
+    starts = np.flatnonzero(np.r_[True, np.diff(qid) != 0])
+    ends = np.r_[starts[1:], len(qid)]
+    guaranteed = table.get("guaranteed", np.zeros(len(qid), dtype=bool))
+    file_id = table.get("file_id", np.arange(len(qid)))
+    for a, b in zip(starts, ends, strict=True):
+        s = scores[a:b]
+        if not rules:
+            probs = np.exp(s - s.max()).tolist()
+            items = [(i, str(f), probs[i]) for i, f in enumerate(file_id[a:b].tolist())]
+            s = np.zeros(b - a)
+            for i, v in diversify(items, learned.REPEAT_DECAY):
+                s[i] = v
+        order = np.lexsort((np.arange(b - a), -s))
+        first = np.flatnonzero(guaranteed[a:b][order])
+        if len(first):
+            order = np.r_[order[first[0]], np.delete(order, first[0])]
+        hits = np.flatnonzero(table["gain"][a:b][order][:10] >= 1.0)
+        out[qid[a]] = 1.0 / (1 + hits[0]) if len(hits) else 0.0
+    return out
+
+
+def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title: str) -> None:
+    """MRR@10 of each order per query style (as generated) and per language, with query counts."""
+    names = list(rrs)
+    for key in ("category", "language"):
+        labels = table[key]
+        print(f"{title}, by {key}")
+        print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>10}" for n in names))
+        for group in ["ALL", *sorted(set(labels.tolist()))]:
+            m = np.ones(len(labels), dtype=bool) if group == "ALL" else labels == group
+            m &= ~np.isnan(rrs[names[0]])
+            row = " ".join(f"{float(np.mean(rrs[n][m])):10.3f}" for n in names)
+            print(f"  {group:<16} {int(m.sum()):>6} {row}")
+
+
+def report(table: dict[str, np.ndarray], model: LinearModel, title: str) -> None:
+    """MRR@10 on a table: the model's final order beside the hand-set scorer's."""
+    rrs = {
+        "rules": final_rr(table, -table["rules_rank"].astype(np.float64), rules=True),
+        "model": final_rr(table, model.scores(table["x"].astype(np.float64))),
+    }
+    print_groups(table, rrs, title)
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -174,82 +261,92 @@ def cmd_fit(args: argparse.Namespace) -> int:
     model = fit(table, args.steps, args.seed)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n")
     print(f"{args.out}: fitted on {len(table['style'])} queries")
-    report(table, model)
+    report(table, model, "on its own table")
     return 0
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
     """The table the shipped weights are fitted on and the test re-fits: per query its relevant rows and
-    the first `--rows` in fused order, features as float16 (small enough to keep in the repository)."""
+    the first `--rows` in fused order, features as float16 (small enough to keep in the repository);
+    `--max-queries` keeps a seeded sample of the queries, stratified by style x language."""
     table = load_table(args.table)
-    qid = table["qid"]
-    starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
-    position = np.arange(len(qid)) - np.repeat(starts, np.diff(np.r_[starts, len(qid)]))
-    keep = (position < args.rows) | (table["gain"] > 0)
-    out = {k: v for k, v in table.items() if k not in ("x", "gain", "rules_rank", "qid")}
-    out["x"] = table["x"][keep].astype(np.float16)
-    out["gain"] = table["gain"][keep].astype(np.float16)
-    out["rules_rank"] = table["rules_rank"][keep].astype(np.int16)
-    out["qid"] = qid[keep].astype(np.int32)
+    if args.max_queries and len(table["style"]) > args.max_queries:
+        table = subset(table, sample_queries(table, args.max_queries, args.seed))
+    out = compact(table, args.rows)
     np.savez_compressed(args.out, **out)
     print(
-        f"{args.out}: {len(out['style'])} queries, {int(keep.sum())} rows ({args.out.stat().st_size} bytes)"
+        f"{args.out}: {len(out['style'])} queries, {len(out['qid'])} rows ({args.out.stat().st_size} bytes)"
     )
     return 0
+
+
+def sample_queries(table: dict[str, np.ndarray], n: int, seed: int) -> np.ndarray:
+    """About `n` query ids, the same share of every style x language group (each keeps at least one)."""
+    rng = np.random.default_rng(seed)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for q, key in enumerate(zip(table["category"].tolist(), table["language"].tolist(), strict=True)):
+        groups.setdefault(key, []).append(q)
+    share = n / len(table["style"])
+    chosen: list[int] = []
+    for key in sorted(groups):
+        ids = np.asarray(groups[key])
+        k = max(1, round(len(ids) * share))
+        chosen.extend(rng.choice(ids, size=min(k, len(ids)), replace=False).tolist())
+    return np.asarray(sorted(chosen), dtype=np.int64)
 
 
 def subset(table: dict[str, np.ndarray], queries: np.ndarray) -> dict[str, np.ndarray]:
     """The rows of the given query ids, renumbered 0..n-1 (per-query arrays follow)."""
     rows = np.isin(table["qid"], queries)
     out = {k: v for k, v in table.items() if k in ("features", "repos")}
-    for k in ("x", "gain", "rules_rank"):
-        out[k] = table[k][rows]
+    for k in ROW_KEYS:
+        if k in table and k != "qid":
+            out[k] = table[k][rows]
     _, out["qid"] = np.unique(table["qid"][rows], return_inverse=True)
-    for k in ("style", "repo", "category"):
-        out[k] = table[k][np.sort(queries)]
+    for k in ("style", "repo", "category", "language"):
+        if k in table:
+            out[k] = table[k][np.sort(queries)]
+    return out
+
+
+def compact(table: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
+    """Per query its relevant rows and the first `rows` in fused order, features as float16."""
+    qid = table["qid"]
+    starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
+    position = np.arange(len(qid)) - np.repeat(starts, np.diff(np.r_[starts, len(qid)]))
+    keep = (position < rows) | (table["gain"] > 0)
+    out = {k: v for k, v in table.items() if k not in ROW_KEYS}
+    for k in ROW_KEYS:
+        if k in table:
+            out[k] = table[k][keep]
+    out["x"] = out["x"].astype(np.float16)
+    out["gain"] = out["gain"].astype(np.float16)
+    out["rules_rank"] = out["rules_rank"].astype(np.int16)
+    out["qid"] = out["qid"].astype(np.int32)
     return out
 
 
 def cmd_cv(args: argparse.Namespace) -> int:
-    """Cross-validation by repository: each fold's repositories are held out of the fit and scored."""
+    """Cross-validation by repository: each fold's repositories are held out of the fit (on their
+    compacted rows, as the shipped fit) and scored on all their rows."""
     table = load_table(args.table)
     repos = np.unique(table["repo"])
     folds = [repos[i :: args.folds] for i in range(args.folds)]
-    held: list[dict[str, np.ndarray]] = []
-    scores: list[np.ndarray] = []
+    rrs = {k: np.full(len(table["style"]), np.nan) for k in ("rules", "model")}
     for fold in folds:
         test_q = np.flatnonzero(np.isin(table["repo"], fold))
         train_q = np.flatnonzero(~np.isin(table["repo"], fold))
-        model = fit(subset(table, train_q), args.steps, args.seed)
+        model = fit(compact(subset(table, train_q), args.rows), args.steps, args.seed)
         part = subset(table, test_q)
-        held.append(part)
-        scores.append(model.scores(part["x"].astype(np.float64)))
-    print(f"  {'style':<12} {'rules':>6} {'model':>6}   (held-out repositories, {args.folds} folds)")
-    by_model: dict[str, list[float]] = {}
-    by_rules: dict[str, list[float]] = {}
-    for part, sc in zip(held, scores, strict=True):
-        for style, v in mrr_by_style(part, sc).items():
-            by_model.setdefault(style, []).append(v * _count(part, style))
-        for style, v in mrr_by_style(part, -part["rules_rank"].astype(np.float64)).items():
-            by_rules.setdefault(style, []).append(v * _count(part, style))
-    for style in by_model:
-        n = sum(_count(p, style) for p in held)
-        print(f"  {style:<12} {sum(by_rules[style]) / n:6.3f} {sum(by_model[style]) / n:6.3f}  ({n} queries)")
+        rrs["rules"][test_q] = final_rr(part, -part["rules_rank"].astype(np.float64), rules=True)
+        rrs["model"][test_q] = final_rr(part, model.scores(part["x"].astype(np.float64)))
+    print_groups(table, rrs, f"held-out repositories ({args.folds} folds), MRR@10")
     return 0
-
-
-def _count(part: dict[str, np.ndarray], style: str) -> int:
-    """Queries of a style in a table (what mrr_by_style averages over)."""
-    present = np.zeros(len(part["style"]), dtype=bool)
-    present[part["qid"]] = True
-    if style == "ALL":
-        return int(present.sum())
-    return int((present & (part["style"] == STYLES.index(style))).sum())
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     table = load_table(args.table)
-    report(table, learned.load_model(args.weights))
+    report(table, learned.load_model(args.weights), f"{args.table.name}, MRR@10")
     return 0
 
 
@@ -262,6 +359,7 @@ def main() -> int:
     ex.add_argument("sets", nargs="+")
     ex.add_argument("--out", type=Path, required=True)
     ex.add_argument("--mode", default="hybrid")
+    ex.add_argument("--split", default="train", help="the split a make_training_set manifest gives")
     ex.add_argument("--max-queries", type=int, default=0, help="seeded sample per set (0 = all)")
     ex.add_argument("--rows", type=int, default=40, help="candidates kept per query (relevant ones always)")
     ex.set_defaults(run=cmd_extract)
@@ -275,12 +373,15 @@ def main() -> int:
     cp.add_argument("table", type=Path)
     cp.add_argument("--out", type=Path, required=True)
     cp.add_argument("--rows", type=int, default=16, help="rows kept per query besides the relevant ones")
+    cp.add_argument("--max-queries", type=int, default=0, help="seeded stratified sample (0 = all)")
+    cp.add_argument("--seed", type=int, default=0)
     cp.set_defaults(run=cmd_compact)
     cv = sub.add_parser("cv")
     cv.add_argument("table", type=Path)
     cv.add_argument("--folds", type=int, default=3)
     cv.add_argument("--steps", type=int, default=STEPS)
     cv.add_argument("--seed", type=int, default=0)
+    cv.add_argument("--rows", type=int, default=16, help="fit rows per query, as compact")
     cv.set_defaults(run=cmd_cv)
     ev = sub.add_parser("eval")
     ev.add_argument("table", type=Path)

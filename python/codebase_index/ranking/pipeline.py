@@ -28,6 +28,7 @@ class Captured(NamedTuple):
     candidates: list[Candidate]
     evidence: Evidence
     path_weights: dict[str, float]
+    exact: tuple[int, ...] = ()  # the candidates holding the whole query verbatim (`guarantees`)
 
 
 _CAPTURE: contextvars.ContextVar[list[Captured] | None] = contextvars.ContextVar("rank_capture", default=None)
@@ -121,7 +122,7 @@ def rank_hits(
             spans,
         )
         if recording is not None:
-            recording.append(Captured(parsed, candidates, evidence, path_weights))
+            recording.append(Captured(parsed, candidates, evidence, path_weights, tuple(exact)))
     if config.ranker == "learned":
         ranked = rank_learned(candidates, parsed, evidence, path_weights)
     else:
@@ -147,15 +148,7 @@ def guarantees(
     `query.message_holder`); a lone identifier that exactly one candidate defines ranks that definition
     first (a relation question names a symbol to find its callers, so not there). The promoted chunk
     takes the top score."""
-    first: int | None = None
-    if len(exact) == 1:
-        first = exact[0]
-    elif spans and (holder := message_holder(dict(spans))) is not None:
-        first = holder
-    elif parsed.symbol_query and parsed.relation is None:
-        defining = [c.doc for c in candidates if definition_score(c.symbol, parsed) >= 1.0]
-        if len(defining) == 1:
-            first = defining[0]
+    first = guaranteed_first(parsed, candidates, exact, spans)
     if first is None or not ranked or ranked[0].doc == first:
         return ranked
     at = next((i for i, h in enumerate(ranked) if h.doc == first), None)
@@ -163,6 +156,24 @@ def guarantees(
         return ranked
     top = ranked[0].score
     return [Hit(first, top + abs(top) * 1e-6 + 1e-9), *ranked[:at], *ranked[at + 1 :]]
+
+
+def guaranteed_first(
+    parsed: ParsedQuery,
+    candidates: Sequence[Candidate],
+    exact: Sequence[int],
+    spans: Mapping[int, int] | None = None,
+) -> int | None:
+    """The document `guarantees` ranks first whatever the scorer says, or None."""
+    if len(exact) == 1:
+        return exact[0]
+    if spans and (holder := message_holder(dict(spans))) is not None:
+        return holder
+    if parsed.symbol_query and parsed.relation is None:
+        defining = [c.doc for c in candidates if definition_score(c.symbol, parsed) >= 1.0]
+        if len(defining) == 1:
+            return defining[0]
+    return None
 
 
 def merge_external(
