@@ -70,16 +70,19 @@ bench-context: install
 # validation layout (corpus/, index/, golden.json; bench/train_ranker.py), or a manifest listing them,
 # from repositories disjoint from every validation and evaluation set. Extraction runs the real engine
 # over every query (slow: nice 10; EXTRACT=0 reuses RANKER_TABLE), compaction keeps the relevant and
-# first rows of each query in tests/fixtures/ranker/table.npz, and the fit reads only that file
+# first rows of a stratified seeded sample of the queries in tests/fixtures/ranker/table.npz, and the fit reads only that file
 # (deterministic: tests/test_learned_ranker.py re-fits it and compares with the shipped weights).
 TRAIN_SETS ?= $(HOME)/.cache/codebase-index-train/manifest.json
 RANKER_TABLE ?= $(HOME)/.cache/codebase-index-train/ranker-table.npz
 RANKER_MODE ?= keyword
 EXTRACT ?= 1
+# The fixture is a seeded sample of the table (the whole compacted table is ~22 MB).
+RANKER_FIXTURE_QUERIES ?= 6000
 train-ranker: dev
 	$(if $(filter 1,$(EXTRACT)),nice -n 10 $(PY) bench/train_ranker.py extract $(TRAIN_SETS) \
 		--mode $(RANKER_MODE) --out $(RANKER_TABLE),)
-	$(PY) bench/train_ranker.py compact $(RANKER_TABLE) --out tests/fixtures/ranker/table.npz
+	$(PY) bench/train_ranker.py compact $(RANKER_TABLE) --max-queries $(RANKER_FIXTURE_QUERIES) \
+		--out tests/fixtures/ranker/table.npz
 	$(PY) bench/train_ranker.py fit tests/fixtures/ranker/table.npz --out python/codebase_index/ranking/weights.json
 
 clean:
