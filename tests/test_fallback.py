@@ -294,3 +294,35 @@ def test_provider_dead_from_the_start_says_embedding_failed(tmp_path: Path) -> N
     assert response.strategy == "keyword-fallback" and response.results
     assert "embedding failed" in (response.note or "") and "could not connect" in (response.note or "")
     engine.close()
+
+
+def test_query_embedding_runs_on_its_own_thread_beside_the_keyword_retrievers(tmp_path: Path) -> None:
+    """Hybrid search starts the query's embedding on the engine's query-embedding thread before the
+    keyword, graph and exact-text retrievers run, joins it for fusion, and serves a repeated query from
+    the cache without a thread hop or a request; close() ends the thread."""
+    import threading
+    import time
+
+    root = make_project(tmp_path / "proj")
+    index = tmp_path / "index"
+    with serve(dims=8) as server:
+        index_with_vectors(root, index, server.base_url, queryEmbeddingTimeoutMs=5000)
+        engine = Engine(root, index_path=index)
+        before = len(server.posts())
+        server.enqueue(slow_fault(0.5))
+        answer: list[Any] = []
+        searching = threading.Thread(target=lambda: answer.append(engine.search("invoice total tax")))
+        searching.start()
+        deadline = time.monotonic() + 5
+        while len(server.posts()) == before and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(server.posts()) == before + 1, "the query's embedding request reached the provider"
+        embedding_threads = [t for t in threading.enumerate() if t.name.startswith("query-embedding")]
+        assert embedding_threads and searching not in embedding_threads
+        searching.join(10)
+        assert answer and answer[0].strategy == "hybrid"
+        assert answer[0].results[0].path == "src/billing.py"
+        again = engine.search("invoice total tax")
+        assert again.strategy == "hybrid" and len(server.posts()) == before + 1  # cached
+        engine.close()
+        assert not any(t.is_alive() for t in embedding_threads)

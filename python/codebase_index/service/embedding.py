@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,11 +83,10 @@ def query_vector(engine: Engine, text: str) -> np.ndarray:
     provider = engine.embedding_provider()
     if provider is None:
         raise StoreError(engine._provider_error or "no embedding provider")
-    key = (provider.model_id, text)
-    cached = engine._query_vectors.get(key)
+    cached = _cached_query_vector(engine, provider.model_id, text)
     if cached is not None:
-        engine._query_vectors.move_to_end(key)
         return cached
+    key = (provider.model_id, text)
     guard = breaker(engine, QUERY_EMBEDDING)
     endpoint = provider_endpoint(provider)
     blocked = guard.allow(endpoint)
@@ -101,10 +101,37 @@ def query_vector(engine: Engine, text: str) -> np.ndarray:
         note = f"keyword results only: the embedding provider failed ({error})"
         raise QueryEmbeddingError(note) from None
     guard.success(endpoint)
-    engine._query_vectors[key] = vector
-    while len(engine._query_vectors) > QUERY_CACHE_SIZE:
-        engine._query_vectors.popitem(last=False)
+    with engine._query_vectors_lock:
+        engine._query_vectors[key] = vector
+        while len(engine._query_vectors) > QUERY_CACHE_SIZE:
+            engine._query_vectors.popitem(last=False)
     return vector
+
+
+def _cached_query_vector(engine: Engine, model_id: str, text: str) -> np.ndarray | None:
+    with engine._query_vectors_lock:
+        cached = engine._query_vectors.get((model_id, text))
+        if cached is not None:
+            engine._query_vectors.move_to_end((model_id, text))
+        return cached
+
+
+def start_query_vector(engine: Engine, text: str) -> Future[np.ndarray]:
+    """`query_vector` started on the engine's query-embedding thread, so that a hybrid search runs its
+    keyword, graph and exact-text retrievers while the model works (the model releases the GIL): the
+    search then costs about the embedding plus fusion, not their sum. A cached vector comes back
+    as a finished future; the future raises what `query_vector` raises."""
+    provider = engine.embedding_provider()
+    cached = None if provider is None else _cached_query_vector(engine, provider.model_id, text)
+    if cached is not None:
+        done: Future[np.ndarray] = Future()
+        done.set_result(cached)
+        return done
+    with engine._query_vectors_lock:
+        if engine._query_executor is None:
+            engine._query_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedding")
+        executor = engine._query_executor
+    return executor.submit(query_vector, engine, text)
 
 
 def breaker(engine: Engine, name: str) -> Breaker:

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,8 @@ class Engine:
         self._vectors: tuple[KeywordSnapshot, VectorSnapshot] | None = None
         self._vectors_lock = threading.Lock()
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+        self._query_vectors_lock = threading.Lock()
+        self._query_executor: ThreadPoolExecutor | None = None  # `embedding.start_query_vector`
         self._breakers: dict[str, Breaker] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -118,6 +121,9 @@ class Engine:
         return extracted, self.graphs.refresh(self.branch())
 
     def close(self) -> None:
+        if self._query_executor is not None:
+            self._query_executor.shutdown(wait=True)
+            self._query_executor = None
         if self._graphs is not None:
             self._graphs.close()
             self._graphs = None

@@ -33,7 +33,15 @@ from ..resilience import RERANKER, cooling_down, endpoint_key
 from ..search import FieldWeights, Filters, KeywordSnapshot, preview, top_hits
 from ..store import Store
 from ..vectors import Hit
-from .embedding import QueryEmbeddingError, breaker, chunk_hashes, kb_prefixes, stored_path, usable_vectors
+from .embedding import (
+    QueryEmbeddingError,
+    breaker,
+    chunk_hashes,
+    kb_prefixes,
+    start_query_vector,
+    stored_path,
+    usable_vectors,
+)
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -140,6 +148,11 @@ def search(
     parsed = parse_query(query)
     mask = snap.candidate_mask(filters or Filters())
     pool = max(CANDIDATE_POOL, top_k * 3, engine.config.search.rerank_top_n)
+    vecs, note = (
+        (None, "") if mode == "keyword" else usable_vectors(engine, snap, required=mode == "semantic")
+    )
+    # The query's embedding, the slowest stage, runs while the other retrievers work.
+    pending = start_query_vector(engine, query) if vecs is not None else None
     keyword_hits: list[Hit] = []
     keyword_scores: np.ndarray | None = None  # every document's, for fusion (see ranking.fusion)
     if mode != "semantic":
@@ -163,11 +176,10 @@ def search(
 
     if mode == "keyword":
         return keyword_only("keyword")
-    vecs, note = usable_vectors(engine, snap, required=mode == "semantic")
-    if vecs is None:
+    if vecs is None or pending is None:
         return keyword_only("keyword-fallback", note)
     try:
-        query_vector = engine.query_vector(query)
+        query_vector = pending.result()
     except QueryEmbeddingError as exc:
         return keyword_only("keyword-fallback", str(exc))
     semantic_hits = vecs.semantic_hits(query_vector, pool, mask)
