@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from codebase_index import multirepo, repos
@@ -315,15 +316,15 @@ def test_search_and_peek_tools_take_repos(two_repos: tuple[Path, Path]) -> None:
     try:
         found = tools.call(rt, "codebase_search", {"query": "refreshToken", "repos": ["*"], "limit": 3})
         assert found.text.startswith("[beta] auth/tokens.ts:1-4")
-        first = tools.msgspec.to_builtins(found.data["results"][0])
+        first = msgspec.to_builtins(found.data["results"][0])
         assert first["repo"] == "beta" and first["symbol"] == "refreshToken"
         peek = tools.call(rt, "codebase_peek", {"query": "validate_payment", "repos": [".", "beta"]})
         assert peek.text.splitlines()[0].startswith("[alpha] billing/payments.py")
-        assert {tools.msgspec.to_builtins(h)["repo"] for h in peek.data["results"]} == {"alpha", "beta"}
+        assert {msgspec.to_builtins(h)["repo"] for h in peek.data["results"]} == {"alpha", "beta"}
         with pytest.raises(tools.InvalidParams, match="no indexed repository named 'gamma'"):
             tools.call(rt, "codebase_search", {"query": "x", "repos": ["gamma"]})
         plain = tools.call(rt, "codebase_search", {"query": "refreshToken"})
-        assert "repo" not in tools.msgspec.to_builtins(plain.data["results"][0])
+        assert "repo" not in msgspec.to_builtins(plain.data["results"][0])
     finally:
         rt.close()
 

@@ -1,4 +1,4 @@
-"""The three faces of the tool schema (JSON-RPC, MCP, TypeScript) come from tools.py and must not drift."""
+"""The three faces of the tool schema (JSON-RPC, MCP, TypeScript) come from `tools` and must not drift."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`codebase-index mcp`: the same tools as the sidecar, served over MCP (stdio) for any MCP client.
 
-Built on the SDK's low-level `Server` so tool schemas come straight from tools.py (the high-level server
+Built on the SDK's low-level `Server` so tool schemas come straight from `tools` (the high-level server
 would derive its own from Python signatures and let the two faces drift). Named `mcp_server` so that
 `import mcp` here means the SDK. The engine is created on the first tool call, not at start-up.
 """

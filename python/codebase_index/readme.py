@@ -19,13 +19,13 @@ def _config_table() -> str:
 
 
 def _tools_table() -> str:
-    from .tools import render_markdown
+    from .tools.faces import render_markdown
 
     return render_markdown()
 
 
 def _protocol_methods() -> str:
-    from .tools import render_protocol_methods
+    from .tools.faces import render_protocol_methods
 
     return render_protocol_methods()
 
