@@ -492,6 +492,12 @@ def _add_root_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
 
 
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """--root, --index-dir and --json: what every sub-command reading one project's index takes."""
+    _add_root_arguments(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def _add_filter_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file-type", help="only files with this extension (py, ts, ...)")
     p.add_argument("--directory", help="only files under this directory (relative to the root)")
@@ -566,8 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", help="show what the index holds")
     p.add_argument("path", nargs="?", help="project root")
-    _add_root_arguments(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_common_arguments(p)
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser(
@@ -586,8 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("kb", help="knowledge bases: extra folders indexed with the project")
     p.add_argument("action", choices=["add", "list", "remove"])
     p.add_argument("folder", nargs="?", help="the folder (add/remove): absolute or relative to the root")
-    _add_root_arguments(p)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_common_arguments(p)
     p.set_defaults(func=cmd_kb)
 
     p = sub.add_parser("repos", help="repositories indexed on this machine (or published to the backend)")

@@ -76,18 +76,14 @@ def cmd_savings(args: argparse.Namespace) -> int:
     return _call(args, "savings", {}, index_first=False)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
 def _time_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--changed-since", metavar="REV|DATE", help="only code changed after a commit or date")
     p.add_argument("--changed-before", metavar="REV|DATE", help="only code unchanged since a commit or date")
 
 
 def add_context_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ..cli import add_common_arguments as _common
+
     p = sub.add_parser("context", help="the code that answers a question, within a token budget")
     p.add_argument("query", nargs="+", help="an identifier, a question, a description")
     p.add_argument("--max-tokens", type=int, default=1500, help="hard token cap, 128-8000 (default 1500)")

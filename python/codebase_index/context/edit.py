@@ -15,6 +15,7 @@ from .pack import pack
 from .tokens import counter
 
 if TYPE_CHECKING:
+    from ..graph.query import CallSite
     from ..graph.store import DefinitionRow
     from ..service import Engine
 
@@ -66,32 +67,24 @@ def build_edit_context(engine: Engine, target: str, *, max_tokens: int = 1500) -
             definition.kind,
             f"definition of {name}",
         )
+
+        def add_call_site(site: CallSite, reason: str) -> None:
+            """A caller's lines from its definition's start down to the call, focused on both."""
+            start = site.caller_line or site.line
+            gather.add(
+                site.caller_path, start, site.line + 1, site.caller, "", reason, focus=(start, site.line)
+            )
+
         callers = engine.call_graph(definition.symbol_id, direction="callers", depth=3, limit=200)
         if callers.incomplete:
             notices.append(callers.incomplete)
         reach_tests = [s for s in callers.edges if is_test(s.caller_path, s.caller)]
         direct = [s for s in callers.edges if s.depth == 1 and s not in reach_tests]
         for site in direct[:CALLERS_FIRST]:
-            gather.add(
-                site.caller_path,
-                site.caller_line or site.line,
-                site.line + 1,
-                site.caller,
-                "",
-                f"calls {name}",
-                focus=(site.caller_line or site.line, site.line),
-            )
+            add_call_site(site, f"calls {name}")
         for site in reach_tests[:TESTS]:
             via = "" if site.depth == 1 else f" (via {site.callee}, {site.depth} hops)"
-            gather.add(
-                site.caller_path,
-                site.caller_line or site.line,
-                site.line + 1,
-                site.caller,
-                "",
-                f"test reaching {name}{via}",
-                focus=(site.caller_line or site.line, site.line),
-            )
+            add_call_site(site, f"test reaching {name}{via}")
         if not reach_tests:  # tests that name it without a resolved call (fixtures, mocks, strings)
             short = name.rsplit(".", 1)[-1]
             for r in engine.search(short, top_k=30, mode="keyword").results:
@@ -112,15 +105,7 @@ def build_edit_context(engine: Engine, target: str, *, max_tokens: int = 1500) -
                 focus=(site.callee_line,),
             )
         for site in direct[CALLERS_FIRST:]:
-            gather.add(
-                site.caller_path,
-                site.caller_line or site.line,
-                site.line + 1,
-                site.caller,
-                "",
-                f"calls {name}",
-                focus=(site.caller_line or site.line, site.line),
-            )
+            add_call_site(site, f"calls {name}")
         try:
             similar = engine.similar(at=(definition.path, definition.start_line), top_k=SIMILAR)
             for r in similar.results:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 if TYPE_CHECKING:
     from ..service import Engine
+
+T = TypeVar("T")
 
 
 def _engine(args: argparse.Namespace) -> Engine:
@@ -27,6 +30,21 @@ def _engine(args: argparse.Namespace) -> Engine:
     return engine
 
 
+def _answer(args: argparse.Namespace, query: Callable[[Engine], T], render: Callable[[T], str]) -> T:
+    """Run one graph query on the project's engine (closed after) and print the answer: JSON with
+    --json, else its text."""
+    engine = _engine(args)
+    try:
+        found = query(engine)
+    finally:
+        engine.close()
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
+    else:
+        print(render(found))
+    return found
+
+
 def cmd_call_graph(args: argparse.Namespace) -> int:
     from ..cli import CliError
     from .text import format_call_graph
@@ -36,21 +54,17 @@ def cmd_call_graph(args: argparse.Namespace) -> int:
         raise CliError("the symbol name is empty")
     if not 1 <= args.depth <= 3:
         raise CliError("--depth must be 1, 2 or 3")
-    engine = _engine(args)
-    try:
-        graph = engine.call_graph(
+    graph = _answer(
+        args,
+        lambda engine: engine.call_graph(
             name,
             direction=args.direction,
             depth=args.depth,
             include_name_matches=args.name_matches,
             limit=args.limit,
-        )
-    finally:
-        engine.close()
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(graph).decode() + "\n")
-    else:
-        print(format_call_graph(graph))
+        ),
+        format_call_graph,
+    )
     return 0 if graph.roots else 1
 
 
@@ -61,63 +75,41 @@ def cmd_impl(args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not query:
         raise CliError("the query is empty")
-    engine = _engine(args)
-    try:
-        found = engine.implementation_lookup(query, limit=args.top)
-    finally:
-        engine.close()
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
-    else:
-        print(format_implementation(found))
+    found = _answer(
+        args, lambda engine: engine.implementation_lookup(query, limit=args.top), format_implementation
+    )
     return 0 if found.results else 1
 
 
 def cmd_path(args: argparse.Namespace) -> int:
     from .paths import format_path
 
-    engine = _engine(args)
-    try:
-        found = engine.call_path(args.source, args.target)
-    finally:
-        engine.close()
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
-    else:
-        print(format_path(found))
+    found = _answer(args, lambda engine: engine.call_path(args.source, args.target), format_path)
     return 0 if found.found else 1
 
 
 def cmd_impact(args: argparse.Namespace) -> int:
     from ..changes import GitError
     from ..cli import CliError
-    from .paths import format_impact
+    from .paths import Impact, format_impact
 
     if not 1 <= args.depth <= 3:
         raise CliError("--depth must be 1, 2 or 3")
-    engine = _engine(args)
-    try:
+
+    def impact(engine: Engine) -> Impact:
         engine.index()  # the changed lines are the working tree's: bring the index (and graph) to it
         try:
-            found = engine.impact(args.diff, depth=args.depth)
+            return engine.impact(args.diff, depth=args.depth)
         except GitError as exc:
             raise CliError(str(exc)) from exc
-    finally:
-        engine.close()
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
-    else:
-        print(format_impact(found))
+
+    _answer(args, impact, format_impact)
     return 0
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
 def add_graph_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ..cli import add_common_arguments as _common
+
     for direction, text in (("callers", "who calls NAME"), ("callees", "what NAME calls")):
         p = sub.add_parser(direction, help=f"code graph: {text} (resolved calls, file:line)")
         p.add_argument("name", nargs="+", help="a name, Class.method, Type::f, or a path#qualified symbol id")
