@@ -135,7 +135,7 @@ def _query_rows(
     by_rules = rank(got.candidates, got.parsed, None, got.path_weights, got.evidence.relation)
     position = {r.doc: i for i, r in enumerate(by_rules)}
     rules_rank = np.array([position[c.doc] for c in got.candidates], dtype=np.int32)
-    first = guaranteed_first(got.parsed, got.candidates, got.exact, got.evidence.spans)
+    first = guaranteed_first(got.parsed, got.candidates, got.exact, got.evidence.spans, got.quoting)
     files: dict[str, int] = {}
     y = np.array(
         [

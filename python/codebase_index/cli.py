@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
-from .format import duration, format_dependencies, format_embeddings, format_graph_status, problem_lines
+from .format import (
+    duration,
+    format_dependencies,
+    format_embeddings,
+    format_graph_status,
+    literal_line,
+    problem_lines,
+)
 from .models import CHUNK_KINDS
 from .search import Filters
 
@@ -334,6 +341,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"embeddings:  {format_embeddings(emb)}")
     if status.graph is not None:
         print(f"code graph:  {format_graph_status(status.graph)}")
+    if status.literal_index:
+        print(f"literal:     {literal_line(status.literal_index)}")
     print(f"savings:     {savings_line(Path(status.index_dir))}")
     for line in format_dependencies(status.dependencies):
         print(f"dependency:  {line}")

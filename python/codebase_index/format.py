@@ -153,10 +153,17 @@ def format_status(status: Any, *, running: bool = False) -> str:
         lines.append("embeddings: " + format_embeddings(status.embeddings))
     if getattr(status, "graph", None) is not None:
         lines.append("code graph: " + format_graph_status(status.graph))
+    if getattr(status, "literal_index", None):
+        lines.append("literal: " + literal_line(status.literal_index))
     lines.extend(format_dependencies(getattr(status, "dependencies", ())))
     if running:
         lines.append("an index run is in progress")
     return "\n".join(lines)
+
+
+def literal_line(reason: str) -> str:
+    """The status line of an exact-literal index that does not answer (`IndexStatus.literal_index`)."""
+    return f"no exact-literal index: {reason}; exact text is looked for among the best keyword matches only"
 
 
 def format_graph_status(g: Any) -> str:

@@ -365,6 +365,7 @@ class Indexer:
         self._fallbacks = 0
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
+            store.ensure_literal_index(locked=True)  # an index made before it existed gets it once
             if store.get_meta("pipeline_version") != PIPELINE_VERSION:
                 # Chunks made by another chunker/tokenizer version would silently differ from fresh ones.
                 force = True

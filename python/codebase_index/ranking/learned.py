@@ -28,6 +28,7 @@ from .features import (
     path_score,
     stem_overlap,
 )
+from .literals import Literal
 from .model import Candidate, Ranked, diversify
 from .query import STYLES, ParsedQuery, message_holder
 
@@ -87,6 +88,9 @@ class Evidence(NamedTuple):
     semantic: Mapping[int, tuple[float, int]]
     relation: frozenset[int] = frozenset()  # documents the code graph answers the relation with
     spans: Mapping[int, int] = {}  # longest verbatim run of the query's words, by document read
+    # The literals of the query each document holds verbatim (the literal retriever's answer); not a
+    # feature yet: FEATURES (and the shipped weights fitted on them) are unchanged.
+    literal: Mapping[int, tuple[Literal, ...]] = {}
 
 
 def feature_matrix(

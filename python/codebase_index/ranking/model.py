@@ -76,6 +76,9 @@ class RankParams:
     file_mass: float = 0.05
     # Added to the graph's answers to a relation question (see `rank`): above any other candidate.
     relation: float = 2.0
+    # A chunk holding a string the query quotes verbatim (the literal retriever): a bonus like a path
+    # match's. No validation set quotes, so the weight is set, not measured (see bench/literal_index.md).
+    quoted: float = 0.5
     penalties: Penalties = field(default_factory=Penalties)
 
 
@@ -104,6 +107,7 @@ def rank(
     params: RankParams | None = None,
     path_weights: Mapping[str, float] | None = None,
     relation: frozenset[int] = frozenset(),
+    quoted: frozenset[int] = frozenset(),
 ) -> list[Ranked]:
     """Rerank first-stage candidates (any score scale, higher is better) into the final order.
 
@@ -136,6 +140,8 @@ def rank(
             )
             per_path[c.path] = found
         bonus += found[0]
+        if c.doc in quoted:
+            bonus += p.quoted
         value = (base + bonus * base**0.5) * found[1]
         if c.superseded:
             value *= p.penalties.superseded

@@ -14,6 +14,7 @@ from ..search import Hit, KeywordSnapshot
 from .features import definition_score, path_stem_weights, shadowed_private, superseded_dirs
 from .fusion import fuse
 from .learned import Evidence, rank_learned
+from .literals import Literal
 from .model import Candidate, RankParams, rank
 from .query import ParsedQuery, message_holder
 
@@ -29,6 +30,7 @@ class Captured(NamedTuple):
     evidence: Evidence
     path_weights: dict[str, float]
     exact: tuple[int, ...] = ()  # the candidates holding the whole query verbatim (`guarantees`)
+    quoting: tuple[int, ...] = ()  # the candidates holding every string the query quotes (`guarantees`)
 
 
 _CAPTURE: contextvars.ContextVar[list[Captured] | None] = contextvars.ContextVar("rank_capture", default=None)
@@ -80,6 +82,7 @@ def rank_hits(
     relation: Sequence[int] = (),
     exact: Sequence[int] = (),
     spans: Mapping[int, int] | None = None,
+    literal: Mapping[int, tuple[Literal, ...]] | None = None,
 ) -> list[Hit]:
     """THE ranking entry point of every search mode: fuse the retrievers' candidates (either list may
     be empty), rerank the best `config.rerank_top_n` with the code-aware signals, keep the rest after
@@ -88,8 +91,12 @@ def rank_hits(
     `relation`: the documents the code graph answers a relation question with (the callers of X, best
     first); they join the head as candidates with their relation as a feature. `exact`: the keyword
     candidates whose text holds the whole query verbatim (see `guarantees`); `spans`: the longest verbatim
-    run of the query's words in each candidate whose text was read (`query.verbatim_spans`)."""
+    run of the query's words in each candidate whose text was read (`query.verbatim_spans`); `literal`:
+    the literals of the query each document holds verbatim (`codebase_index.literal`). The exact-text
+    evidence (the exact holders, the message holder, quoted-string holders) joins the head like the
+    graph's answers, wherever the other retrievers put it."""
     spans = spans or {}
+    literal = literal or {}
     docs = snap.docs
     ordered = fuse(
         parsed, keyword_hits, semantic_hits, config, lambda d: docs[d].path, params, keyword_score, verbatim
@@ -99,12 +106,19 @@ def rank_hits(
         return [Hit(d, s) for d, s in ordered]
     head, tail = ordered[:top_n], ordered[top_n:]
     related = frozenset(relation)
-    if related:
-        # Graph answers outside the head join it at its lowest score (their relation lifts them).
+    quoted = frozenset(d for d, found in literal.items() if any(lit.kind == "quoted" for lit in found))
+    wanted = {lit for lit in parsed.literals if lit.kind == "quoted"}
+    quoting = [d for d in quoted if wanted <= set(literal[d])]  # holds every string the query quotes
+    holder = message_holder(dict(spans)) if spans else None
+    joining = [*relation, *exact, *([holder] if holder is not None else []), *quoted]
+    if joining:
+        # Graph answers and exact-text holders outside the head join it at its lowest score (their
+        # relation or the guarantees lift them).
         have = {d for d, _ in head}
         floor = head[-1][1]
-        tail = [(d, s) for d, s in tail if d not in related]
-        head = head + [(d, floor) for d in dict.fromkeys(relation) if d not in have]
+        joined = frozenset(joining)
+        tail = [(d, s) for d, s in tail if d not in joined]
+        head = head + [(d, floor) for d in dict.fromkeys(joining) if d not in have]
     old, shadowed, path_weights = _layout_of(snap)
     candidates = []
     for d, s in head:
@@ -120,14 +134,17 @@ def rank_hits(
             {d: (s, r) for r, (d, s) in enumerate(semantic_hits)},
             related,
             spans,
+            literal,
         )
         if recording is not None:
-            recording.append(Captured(parsed, candidates, evidence, path_weights, tuple(exact)))
+            recording.append(
+                Captured(parsed, candidates, evidence, path_weights, tuple(exact), tuple(quoting))
+            )
     if config.ranker == "learned":
         ranked = rank_learned(candidates, parsed, evidence, path_weights)
     else:
-        ranked = rank(candidates, parsed, params, path_weights, related)
-    out = guarantees([Hit(r.doc, r.score) for r in ranked], parsed, candidates, exact, spans)
+        ranked = rank(candidates, parsed, params, path_weights, related, quoted)
+    out = guarantees([Hit(r.doc, r.score) for r in ranked], parsed, candidates, exact, spans, quoting)
     if tail:
         # The tail keeps its fused order, scaled to sit strictly below the reranked head.
         floor = min((r.score for r in ranked), default=1.0)
@@ -142,13 +159,15 @@ def guarantees(
     candidates: Sequence[Candidate],
     exact: Sequence[int],
     spans: Mapping[int, int] | None = None,
+    quoting: Sequence[int] = (),
 ) -> list[Hit]:
     """What no scorer may trade away: a query one chunk alone holds verbatim ranks that chunk first; else
     the one chunk holding the longest verbatim stretch of it (a pasted message with words around it:
-    `query.message_holder`); a lone identifier that exactly one candidate defines ranks that definition
+    `query.message_holder`); else the one chunk holding every string the query quotes (`quoting`, from
+    the literal retriever); a lone identifier that exactly one candidate defines ranks that definition
     first (a relation question names a symbol to find its callers, so not there). The promoted chunk
     takes the top score."""
-    first = guaranteed_first(parsed, candidates, exact, spans)
+    first = guaranteed_first(parsed, candidates, exact, spans, quoting)
     if first is None or not ranked or ranked[0].doc == first:
         return ranked
     at = next((i for i, h in enumerate(ranked) if h.doc == first), None)
@@ -163,12 +182,15 @@ def guaranteed_first(
     candidates: Sequence[Candidate],
     exact: Sequence[int],
     spans: Mapping[int, int] | None = None,
+    quoting: Sequence[int] = (),
 ) -> int | None:
     """The document `guarantees` ranks first whatever the scorer says, or None."""
     if len(exact) == 1:
         return exact[0]
     if spans and (holder := message_holder(dict(spans))) is not None:
         return holder
+    if len(quoting) == 1:
+        return quoting[0]
     if parsed.symbol_query and parsed.relation is None:
         defining = [c.doc for c in candidates if definition_score(c.symbol, parsed) >= 1.0]
         if len(defining) == 1:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..bm25 import QUERY_STOP_WORDS, inflections, stem, tokenize
 from ..search import query_terms
+from .literals import Literal, literal_fragments
 
 # Extra words that carry no intent in a natural-language code question ("how does X work").
 _QUESTION_WORDS = frozenset(
@@ -168,6 +169,7 @@ class ParsedQuery:
     term_weights: tuple[float, ...] = ()
     plain_words: tuple[str, ...] = ()  # words as written, for the verbatim check (`quotes_query`)
     mentions_error: bool = False  # error phrasing or words anywhere, even in a question around a message
+    literals: tuple[Literal, ...] = ()  # what the exact-literal retriever looks up (`literals`)
 
     @property
     def literal(self) -> bool:
@@ -217,6 +219,17 @@ def parse_query(query: str) -> ParsedQuery:
     quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(query))
     paths = tuple(w.strip("`'\",;:()") for w in raw_words if _PATH_WORD.match(w.strip("`'\",;:()")))
     relation = _relation(query)
+    style = _style(relation, paths, raw_words, symbol_query, code_like, error_like, question, words)
+    plain_words = tuple(_plain_words(query))
+    mentions_error = error_like or bool(_ERROR_SHAPE.search(query) or _ERROR_WORDS.search(query))
+    literals = literal_fragments(
+        query,
+        quotation=code_like or error_like or (len(plain_words) >= QUOTATION_MIN_WORDS and not question),
+        quoted=quoted,
+        identifiers=identifiers,
+        message=style == "error" or (mentions_error and style in ("description", "phrase")),
+        filler=_FILLER,
+    )
     return ParsedQuery(
         text=query,
         words=words,
@@ -229,15 +242,16 @@ def parse_query(query: str) -> ParsedQuery:
         code_like=code_like,
         error_like=error_like,
         compounds=_compounds(words),
-        style=_style(relation, paths, raw_words, symbol_query, code_like, error_like, question, words),
+        style=style,
         quoted=quoted,
         paths=paths,
         relation=relation,
         question=question,
         terms=tuple(terms),
         term_weights=tuple(term_weights),
-        plain_words=tuple(_plain_words(query)),
-        mentions_error=error_like or bool(_ERROR_SHAPE.search(query) or _ERROR_WORDS.search(query)),
+        plain_words=plain_words,
+        mentions_error=mentions_error,
+        literals=literals,
     )
 
 
@@ -503,6 +517,8 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
     >>> raising = "raise CompressionError('unsupported compression method')"
     >>> verbatim_spans(q, [(1, raising), (2, "# unsupported compression method")])
     {1: 3, 2: 0}
+    >>> verbatim_spans(q, [(3, "raise CompressionError(\\n    f'unsupported compression method')")])
+    {3: 3}
     """
     words = parsed.plain_words
     content = sum(1 for w in words if w not in _FILLER)
@@ -523,6 +539,9 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
             if sum(1 for w in wanted if w in literal) < need:
                 continue
             line_start = text.rfind("\n", 0, m.start()) + 1
+            if line_start > 0 and _OPENS_LINE.fullmatch(text, line_start, m.start()):
+                # The literal opens its line: the call that raises or logs it may be on the line before.
+                line_start = text.rfind("\n", 0, line_start - 1) + 1
             line_end = text.find("\n", m.end())
             if not _REPORTING_LINE.search(text, line_start, line_end if line_end >= 0 else len(text)):
                 continue
@@ -538,6 +557,8 @@ _REPORTING_LINE = re.compile(
     r"raise|throw|panic|error|exception|fail|warn|log|reject|assert|abort|fatal|die\b|bail|expect\(",
     re.IGNORECASE,
 )
+# What may stand before a string literal that opens its line: indentation and a string prefix (f'', r"").
+_OPENS_LINE = re.compile(r"\s*[rRbBfFuU]{0,2}")
 # One-line string literals (quotes, backticks) where a raised, logged or returned message is written.
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`]*`')
 

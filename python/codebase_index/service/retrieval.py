@@ -15,10 +15,11 @@ import numpy as np
 
 from .. import embedder
 from ..config import Config
+from ..literal import NO_EVIDENCE, LiteralEvidence, exact_docs
+from ..literal import retrieve as literal_retrieve
 from ..models import SearchResult
 from ..ranking import (
     ParsedQuery,
-    exact_matches,
     is_quotation,
     may_hold_message,
     may_quote,
@@ -79,6 +80,7 @@ def fuse(
     relation: Sequence[int] = (),
     exact: Sequence[int] = (),
     spans: Mapping[int, int] | None = None,
+    literal: LiteralEvidence = NO_EVIDENCE,
 ) -> list[Hit]:
     """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
     may be empty), final order out: fusion, then the code-aware rerank of `ranking.rank_hits`.
@@ -100,6 +102,7 @@ def fuse(
         relation=relation,
         exact=exact,
         spans=spans,
+        literal=literal.matches,
     )
     return [Hit(d, s) for d, s in ranked]
 
@@ -158,9 +161,10 @@ def search(
     if mode != "semantic":
         keyword_scores, keyword_hits = keyword_candidates(engine, parsed, snap, mask, pool)
     relation = relation_candidates(engine, parsed, snap, mask)
-    texts = head_texts(engine, parsed, snap, keyword_hits)
-    exact = exact_matches(parsed, texts.items()) if is_quotation(parsed) else []
-    spans = verbatim_spans(parsed, texts.items()) if may_hold_message(parsed) else {}
+    literal = literal_retrieve(engine.store, snap, parsed, mask, keyword_scores)
+    texts = head_texts(engine, parsed, snap, keyword_hits, literal.texts)
+    exact = exact_docs(parsed, literal, texts)
+    spans = verbatim_spans(parsed, {**texts, **literal.texts}.items()) if may_hold_message(parsed) else {}
 
     def keyword_only(strategy: str, note: str = "") -> SearchResponse:
         hits = keyword_hits
@@ -170,7 +174,17 @@ def search(
             engine,
             query,
             snap,
-            fuse(parsed, snap, hits, [], engine.config, relation=relation, exact=exact, spans=spans),
+            fuse(
+                parsed,
+                snap,
+                hits,
+                [],
+                engine.config,
+                relation=relation,
+                exact=exact,
+                spans=spans,
+                literal=literal,
+            ),
         )
         return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
 
@@ -204,6 +218,7 @@ def search(
             relation=relation,
             exact=exact,
             spans=spans,
+            literal=literal,
         ),
     )
     strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
@@ -254,18 +269,24 @@ def relation_candidates(
 
 
 def head_texts(
-    engine: Engine, parsed: ParsedQuery, snap: KeywordSnapshot, keyword_hits: Sequence[Hit]
+    engine: Engine,
+    parsed: ParsedQuery,
+    snap: KeywordSnapshot,
+    keyword_hits: Sequence[Hit],
+    known: Mapping[int, str] | None = None,
 ) -> dict[int, str]:
-    """The texts of the best keyword candidates (the exact-text retriever's evidence), read only for a
-    query some literal check applies to (`exact_matches`, `verbatim_spans`, `head_quotes_query`): three or
-    more words or pasted code, and quoted, pasted or a possible message. Descriptions read nothing."""
+    """The texts of the best keyword candidates, for the checks the literal index does not answer
+    alone (`verbatim_spans` of a message without a failure word before it, `head_quotes_query`, and
+    `exact_matches` without the index or for a plain-words quotation), read only for a query they apply
+    to: three or more words or pasted code. `known`: texts the literal retriever read already."""
     if len(parsed.plain_words) < VERBATIM_MIN_WORDS and not parsed.code_like:
         return {}
     if not (is_quotation(parsed) or may_hold_message(parsed) or may_quote(parsed)):
         return {}
     docs = [h.doc for h in keyword_hits[:MESSAGE_CANDIDATES]]
-    texts = chunk_texts(engine.store, [snap.docs[d].chunk_id for d in docs])
-    return {d: texts.get(snap.docs[d].chunk_id, "") for d in docs}
+    known = known or {}
+    texts = chunk_texts(engine.store, [snap.docs[d].chunk_id for d in docs if d not in known])
+    return {d: known[d] if d in known else texts.get(snap.docs[d].chunk_id, "") for d in docs}
 
 
 def head_quotes_query(parsed: ParsedQuery, snap: KeywordSnapshot, texts: dict[int, str]) -> bool:

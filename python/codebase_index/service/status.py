@@ -50,6 +50,9 @@ class IndexStatus(msgspec.Struct):
     errors: list[SkippedRow] = msgspec.field(default_factory=list)
     # Search-time dependencies (query embedding, reranker) with a recorded failure: last error and when.
     dependencies: list[DependencyHealth] = msgspec.field(default_factory=list)
+    # Why the exact-literal index (FTS5 trigram) does not answer, None when it does: without it, exact
+    # text is looked for among the best keyword candidates only.
+    literal_index: str | None = None
 
 
 class GraphStatus(msgspec.Struct):
@@ -129,4 +132,5 @@ def status(engine: Engine) -> IndexStatus:
         embeddings=embeddings,
         graph=graph,
         dependencies=engine.dependency_health(),
+        literal_index=store.literal_status(),
     )

@@ -1,0 +1,72 @@
+"""The literals of a query the exact-literal retriever looks up verbatim (`codebase_index.literal`):
+derived once by `query.parse_query` and carried on the `ParsedQuery`.
+
+Kinds, strongest evidence first:
+  query       the query itself (its longest line) when it may be text quoted from the code
+  quoted      a string the user put in quotes or backticks
+  identifier  a code-like word as typed (`parse_headers`, `Foo::bar`)
+  message     a run of `MESSAGE_WINDOW` words of a query that may hold a pasted error message (a user's
+              words around it, format holes filled with a value, break longer runs)
+The trigram index needs at least `MIN_CHARS` characters; shorter literals are not looked up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import NamedTuple
+
+MIN_CHARS = 3
+MESSAGE_WINDOW = 3
+MESSAGE_MIN_CONTENT = 2  # content words a window needs (as `query.MESSAGE_MIN_CONTENT` for a run)
+KINDS = ("query", "quoted", "identifier", "message")
+_WORD = re.compile(r"[^\W_]+")
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
+
+
+class Literal(NamedTuple):
+    kind: str  # one of `KINDS`
+    text: str  # looked up verbatim (ASCII case folded)
+
+
+def literal_fragments(
+    text: str,
+    *,
+    quotation: bool,
+    quoted: Sequence[str],
+    identifiers: Sequence[str],
+    message: bool,
+    filler: frozenset[str],
+) -> tuple[Literal, ...]:
+    """The literals of a query, each at most once (its strongest kind).
+
+    >>> literal_fragments("why does it fail with bad gzip header", quotation=False, quoted=(),
+    ...     identifiers=(), message=True, filler=frozenset({"why", "does", "it", "fail", "with"}))
+    (Literal(kind='message', text='with bad gzip'), Literal(kind='message', text='bad gzip header'))
+    >>> literal_fragments("`x` in parse_headers", quotation=False, quoted=("x",),
+    ...     identifiers=("parse_headers",), message=False, filler=frozenset())
+    (Literal(kind='identifier', text='parse_headers'),)
+    """
+    out: dict[str, Literal] = {}
+
+    def add(kind: str, fragment: str) -> None:
+        fragment = fragment.strip()
+        if len(fragment) >= MIN_CHARS and fragment.lower() not in out:
+            out[fragment.lower()] = Literal(kind, fragment)
+
+    if quotation:
+        add("query", max(text.splitlines() or [""], key=lambda line: len(line.strip())))
+    for q in quoted:
+        add("quoted", q)
+    for ident in identifiers:
+        m = _IDENTIFIER.search(ident)  # as written in code: `ValueError("bad` in a snippet is ValueError
+        if m:
+            add("identifier", m.group())
+    if message:
+        tokens = text.split()
+        for i in range(len(tokens) - MESSAGE_WINDOW + 1):
+            window = tokens[i : i + MESSAGE_WINDOW]
+            words = [w for t in window for w in _WORD.findall(t.lower())]
+            if sum(1 for w in words if w not in filler) >= MESSAGE_MIN_CONTENT:
+                add("message", " ".join(window).strip("`'\""))
+    return tuple(out.values())
