@@ -4,9 +4,10 @@ derived once by `query.parse_query` and carried on the `ParsedQuery`.
 Kinds, strongest evidence first:
   query       the query itself (its longest line) when it may be text quoted from the code
   quoted      a string the user put in quotes or backticks
-  identifier  a code-like word as typed (`parse_headers`, `Foo::bar`)
-  message     a run of `MESSAGE_WINDOW` words of a query that may hold a pasted error message (a user's
-              words around it, format holes filled with a value, break longer runs)
+  identifier  a qualified name as typed (`Foo::bar`, `pkg.func`)
+  message     a run of `MESSAGE_WINDOW` words of a query that may hold a pasted error message, from where
+              the message may start (a user's words around it and format holes filled with a value
+              break longer runs)
 The trigram index needs at least `MIN_CHARS` characters; shorter literals are not looked up.
 """
 
@@ -21,6 +22,7 @@ MESSAGE_WINDOW = 3
 MESSAGE_MIN_CONTENT = 2  # content words a window needs (as `query.MESSAGE_MIN_CONTENT` for a run)
 KINDS = ("query", "quoted", "identifier", "message")
 _WORD = re.compile(r"[^\W_]+")
+_QUALIFIED = re.compile(r"\w(\.|::|#|->)\w")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
 
 
@@ -35,17 +37,19 @@ def literal_fragments(
     quotation: bool,
     quoted: Sequence[str],
     identifiers: Sequence[str],
-    message: bool,
+    message_from: int | None,
     filler: frozenset[str],
 ) -> tuple[Literal, ...]:
-    """The literals of a query, each at most once (its strongest kind).
+    """The literals of a query, each at most once (its strongest kind). Identifiers are looked up when
+    qualified (`Foo::bar`, `pkg.func`: BM25 splits them into common words; a plain one is a keyword the
+    symbol field already matches); message runs from word `message_from` on (None: none).
 
     >>> literal_fragments("why does it fail with bad gzip header", quotation=False, quoted=(),
-    ...     identifiers=(), message=True, filler=frozenset({"why", "does", "it", "fail", "with"}))
+    ...     identifiers=(), message_from=4, filler=frozenset({"why", "does", "it", "fail", "with"}))
     (Literal(kind='message', text='with bad gzip'), Literal(kind='message', text='bad gzip header'))
-    >>> literal_fragments("`x` in parse_headers", quotation=False, quoted=("x",),
-    ...     identifiers=("parse_headers",), message=False, filler=frozenset())
-    (Literal(kind='identifier', text='parse_headers'),)
+    >>> literal_fragments("`x` in Foo::parse", quotation=False, quoted=("x",),
+    ...     identifiers=("Foo::parse", "parse_headers"), message_from=None, filler=frozenset())
+    (Literal(kind='identifier', text='Foo::parse'),)
     """
     out: dict[str, Literal] = {}
 
@@ -60,11 +64,11 @@ def literal_fragments(
         add("quoted", q)
     for ident in identifiers:
         m = _IDENTIFIER.search(ident)  # as written in code: `ValueError("bad` in a snippet is ValueError
-        if m:
+        if m and _QUALIFIED.search(m.group()):
             add("identifier", m.group())
-    if message:
+    if message_from is not None:
         tokens = text.split()
-        for i in range(len(tokens) - MESSAGE_WINDOW + 1):
+        for i in range(message_from, len(tokens) - MESSAGE_WINDOW + 1):
             window = tokens[i : i + MESSAGE_WINDOW]
             words = [w for t in window for w in _WORD.findall(t.lower())]
             if sum(1 for w in words if w not in filler) >= MESSAGE_MIN_CONTENT:

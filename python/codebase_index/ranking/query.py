@@ -227,7 +227,7 @@ def parse_query(query: str) -> ParsedQuery:
         quotation=code_like or error_like or (len(plain_words) >= QUOTATION_MIN_WORDS and not question),
         quoted=quoted,
         identifiers=identifiers,
-        message=style == "error" or (mentions_error and style in ("description", "phrase")),
+        message_from=_message_start(raw_words, style, mentions_error),
         filler=_FILLER,
     )
     return ParsedQuery(
@@ -253,6 +253,24 @@ def parse_query(query: str) -> ParsedQuery:
         mentions_error=mentions_error,
         literals=literals,
     )
+
+
+def _message_start(raw_words: Sequence[str], style: str, mentions_error: bool) -> int | None:
+    """Where a pasted message may start among the query's words: anywhere in an error-shaped query;
+    after the first failure word of a description or phrase that names one ("why does it fail with X",
+    "exception X in the logs"); None for other queries (no message runs are looked up).
+
+    >>> _message_start("why does it fail with bad gzip header".split(), "description", True)
+    4
+    >>> _message_start("how are validation errors formatted".split(), "description", True)
+    4
+    """
+    if style == "error":
+        return 0
+    if not mentions_error or style not in ("description", "phrase"):
+        return None
+    at = next((i for i, w in enumerate(raw_words) if _ERROR_WORDS.fullmatch(w.strip("`'\",:;.!?"))), None)
+    return None if at is None else at + 1
 
 
 def _relation(query: str) -> Relation | None:
