@@ -308,6 +308,11 @@ def literal_index_unsupported(tokenizer: str | None = None) -> str | None:
     return _LITERAL_SUPPORT[name]
 
 
+# Chunk rows per INSERT statement (11 values each): within SQLite's bound on parameters, 999 before 3.32.
+_ROWS_PER_INSERT = 2000 if sqlite3.sqlite_version_info >= (3, 32) else 90
+_CHUNK_ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
@@ -568,11 +573,16 @@ class Store:
                     tfs.tobytes(),
                 )
             )
-        self.conn.executemany(
-            """INSERT INTO chunks (content_key, ordinal, start_line, end_line, kind, symbol, chunk_hash, text,
-                                   n_tokens, term_ids, term_tfs) VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
-            rows,
-        )
+        # Many rows per statement: the literal index's trigger then flushes once per statement, not once
+        # per chunk (FTS5 writes its pending terms at every statement savepoint): 1.4 s CPU instead of
+        # 2.9 s to index the 21k chunks of the Python stdlib; 0.07 s without the literal index.
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            part = rows[start : start + _ROWS_PER_INSERT]
+            self.conn.execute(
+                "INSERT INTO chunks (content_key, ordinal, start_line, end_line, kind, symbol, chunk_hash, "
+                "text, n_tokens, term_ids, term_tfs) VALUES " + ",".join([_CHUNK_ROW] * len(part)),
+                [value for row in part for value in row],
+            )
 
     def purge_unreferenced_contents(self) -> int:
         """Drop chunks of contents no file on any branch points at; returns how many contents went."""

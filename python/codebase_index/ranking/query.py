@@ -224,7 +224,7 @@ def parse_query(query: str) -> ParsedQuery:
     mentions_error = error_like or bool(_ERROR_SHAPE.search(query) or _ERROR_WORDS.search(query))
     literals = literal_fragments(
         query,
-        quotation=code_like or error_like or (len(plain_words) >= QUOTATION_MIN_WORDS and not question),
+        quotation=code_like or error_like,
         quoted=quoted,
         identifiers=identifiers,
         message_from=_message_start(raw_words, style, mentions_error),
