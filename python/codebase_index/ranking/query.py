@@ -256,21 +256,32 @@ def parse_query(query: str) -> ParsedQuery:
 
 
 def _message_start(raw_words: Sequence[str], style: str, mentions_error: bool) -> int | None:
-    """Where a pasted message may start among the query's words: anywhere in an error-shaped query;
-    after the first failure word of a description or phrase that names one ("why does it fail with X",
-    "exception X in the logs"); None for other queries (no message runs are looked up).
+    """Where a pasted message may start among the query's words: anywhere in an error-shaped query; in
+    a description or phrase, after a failure word that introduces one ("why does it fail with X", "error:
+    X", "panics saying X"); None for other queries (no message runs are looked up). A description that
+    only talks about errors ("how are validation errors reported") quotes nothing.
 
     >>> _message_start("why does it fail with bad gzip header".split(), "description", True)
-    4
-    >>> _message_start("how are validation errors formatted".split(), "description", True)
-    4
+    5
+    >>> _message_start("how are validation errors turned into responses".split(), "description", True)
     """
     if style == "error":
         return 0
     if not mentions_error or style not in ("description", "phrase"):
         return None
-    at = next((i for i, w in enumerate(raw_words) if _ERROR_WORDS.fullmatch(w.strip("`'\",:;.!?"))), None)
-    return None if at is None else at + 1
+    for i, word in enumerate(raw_words[:-1]):
+        bare = word.strip("`'\",;.!?")
+        if not _ERROR_WORDS.fullmatch(bare.rstrip(":")):
+            continue
+        if bare.endswith(":"):
+            return i + 1
+        if raw_words[i + 1].lower() in _MESSAGE_CONNECTORS:
+            return i + 2
+    return None
+
+
+# Words after a failure word that introduce the message itself ("fails with", "errors saying").
+_MESSAGE_CONNECTORS = frozenset({"with", "saying", "says", "like", "that"})
 
 
 def _relation(query: str) -> Relation | None:
