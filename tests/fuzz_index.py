@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codebase_index import files as discovery
+from codebase_index import patterns
 from codebase_index.config import Config
 from codebase_index.service import Engine
 
@@ -70,12 +70,12 @@ class FuzzReport:
 @contextmanager
 def every_folder() -> Iterator[None]:
     """Lift the always-skipped folder names for the fuzz (hidden folders stay skipped)."""
-    saved = discovery.ALWAYS_SKIP_DIRS
-    discovery.ALWAYS_SKIP_DIRS = frozenset({".git"})
+    saved = patterns.ALWAYS_SKIP_DIRS
+    patterns.ALWAYS_SKIP_DIRS = frozenset({".git"})
     try:
         yield
     finally:
-        discovery.ALWAYS_SKIP_DIRS = saved
+        patterns.ALWAYS_SKIP_DIRS = saved
 
 
 def runs_of(tree: Path, include: Sequence[str] = EVERY_FILE) -> list[tuple[str, Path, Config]]:

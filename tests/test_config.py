@@ -18,7 +18,7 @@ from codebase_index.config import (
     load_config,
     strip_jsonc,
 )
-from codebase_index.files import DEFAULT_INCLUDE
+from codebase_index.patterns import DEFAULT_INCLUDE
 
 
 @pytest.fixture

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index.files import (
-    ALWAYS_SKIP_DIRS,
-    DEFAULT_INCLUDE,
-    FileRules,
-    IgnoreRules,
-    discover,
-    expand_braces,
-    read_text,
-)
+from codebase_index.files import FileRules, discover, read_text
 from codebase_index.models import SKIP_REASONS, DiscoveredFile, SkippedFile
+from codebase_index.patterns import ALWAYS_SKIP_DIRS, DEFAULT_INCLUDE, IgnoreRules, expand_braces
 
 
 def write(root: Path, rel: str, content: str | bytes = "x = 1\n") -> Path:

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import msgspec.inspect as mi
 
-from .files import DEFAULT_INCLUDE
+from .patterns import DEFAULT_INCLUDE
 
 CONFIG_FILE_NAME = "codebase-index.json"
 PROJECT_CONFIG = Path(".opencode") / CONFIG_FILE_NAME

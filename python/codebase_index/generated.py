@@ -12,7 +12,7 @@ Two cheap tests, neither reads more than the head of a file:
 
 A user brings generated files back with an `include`/`additionalInclude` pattern of their own that matches
 them (`"docs/javadoc/**"`, `"**/*_pb2.py"`); copies of the default patterns (`**/*.html`) do not count
-(`files.UserIncludes`).
+(`patterns.UserIncludes`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import msgspec
 from tree_sitter import Tree
 
 from . import files as discovery
-from . import isolate, problems
+from . import isolate, patterns, problems
 from .bm25 import tokenize
 from .chunking import chunk_text, language_for_path
 from .config import Config
@@ -286,10 +286,10 @@ class Indexer:
             if st.st_mtime_ns >= started - RACY_NS:
                 return None  # changed too recently to trust its mtime next time
             dirs.append((abs_dir, st.st_mtime_ns, st.st_ino))
-            for name in discovery.IGNORE_FILE_NAMES:
+            for name in patterns.IGNORE_FILE_NAMES:
                 guard = os.path.join(abs_dir, name)
                 guards.append((guard, _lstat(guard)))
-        for exclude_file in discovery._git_exclude_files(root):
+        for exclude_file in patterns.git_exclude_files(root):
             guards.append((exclude_file, _lstat(exclude_file)))
         rechecks = [
             (s.path, _lstat(os.path.join(root, s.path)))
@@ -552,7 +552,7 @@ class Indexer:
         self._graph_errors = 0
         self._fallbacks = 0
         wanted = sorted({p.replace(os.sep, "/").strip("/") for p in paths} - {""})
-        if any(p.rpartition("/")[2] in discovery.IGNORE_FILE_NAMES for p in wanted) or any(
+        if any(p.rpartition("/")[2] in patterns.IGNORE_FILE_NAMES for p in wanted) or any(
             os.path.isdir(os.path.join(self.root, p)) for p in wanted
         ):
             # An ignore file changes what other paths mean; a folder that appeared (mkdir, a move

@@ -5,7 +5,7 @@ each root (the project and every knowledge base) non-recursively, each of its to
 the ignore rules let through recursively (so `node_modules`, `.venv`, build output and `.git` are never
 walked), and, for git, this checkout's git dir (HEAD, packed-refs) plus the common dir's `refs` tree.
 
-Events are filtered by the same rules discovery uses (`files.IgnoreRules`), coalesced for `debounce`
+Events are filtered by the same rules discovery uses (`patterns.IgnoreRules`), coalesced for `debounce`
 seconds after the last one, then handed over as one batch: changed paths to `reindex_paths`, or, when
 HEAD or a ref moved, a full `reindex_all` (which reads the new branch first). Watches never follow
 symlinks, so nothing outside the roots is walked.
@@ -32,7 +32,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers.api import BaseObserver
 
 from . import git
-from .files import IGNORE_FILE_NAMES, IgnoreRules
+from .patterns import IGNORE_FILE_NAMES, IgnoreRules
 
 log = logging.getLogger("codebase_index.watcher")
 
