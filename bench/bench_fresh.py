@@ -185,12 +185,12 @@ def branch_switch(engine: Engine, root: Path) -> dict[str, object]:
 
 def pool_crossover(root: Path, sizes_mb: tuple[float, ...] = (0.5, 1, 2, 4, 8)) -> dict[str, object]:
     """In-process chunking vs a fresh 2-worker pool (spawn + warm-up included) for growing amounts of
-    stdlib text: where indexer.PARALLEL_THRESHOLD_BYTES comes from. The load average is part of the
+    stdlib text: where processing.PARALLEL_THRESHOLD_BYTES comes from. The load average is part of the
     figure: on a busy machine the second worker buys little."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from codebase_index.indexer import _batches_by_size, _chunk_many, process_file
+    from codebase_index.processing import _batches_by_size, _chunk_many, process_file
 
     paths = sorted(p for p in root.rglob("*.py") if p.stat().st_size < 200_000)
     random.Random(3).shuffle(paths)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index import chunking
+from codebase_index import chunking, processing
 from codebase_index import files as discovery
-from codebase_index import indexer as indexer_module
 from codebase_index.format import format_index_report, format_status
 from codebase_index.service import Engine
 
@@ -34,14 +33,14 @@ def _engine(repo: Path, tmp_path: Path) -> Engine:
 def test_a_chunk_error_skips_the_file_names_it_and_is_retried(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    real = indexer_module.chunk_text
+    real = processing.chunk_text
 
     def flaky(path: str, text: str, language: str | None = None, **kwargs: object) -> object:
         if path == "bad.py":
             raise RecursionError("maximum recursion depth exceeded\nwhile walking the tree")
         return real(path, text, language, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(indexer_module, "chunk_text", flaky)
+    monkeypatch.setattr(processing, "chunk_text", flaky)
     engine = _engine(repo, tmp_path)
     try:
         with caplog.at_level(logging.WARNING, logger="codebase_index.indexer"):
@@ -59,7 +58,7 @@ def test_a_chunk_error_skips_the_file_names_it_and_is_retried(
         assert not engine.search("cursed_function", mode="keyword").results
 
         # Nothing changed on disk, but the file is tried again (its error is not cached as done).
-        monkeypatch.setattr(indexer_module, "chunk_text", real)
+        monkeypatch.setattr(processing, "chunk_text", real)
         again = engine.index()
         assert again.files == 3 and "error" not in again.skipped
         assert engine.status().errors == []
@@ -75,14 +74,14 @@ def test_a_changed_file_that_now_fails_loses_its_stale_chunks(
     try:
         engine.index()
         assert engine.search("cursed_function", mode="keyword").results
-        real = indexer_module.chunk_text
+        real = processing.chunk_text
 
         def broken(path: str, text: str, language: str | None = None, **kwargs: object) -> object:
             if path == "bad.py":
                 raise ValueError("tokenizer state corrupted")
             return real(path, text, language, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(indexer_module, "chunk_text", broken)
+        monkeypatch.setattr(processing, "chunk_text", broken)
         (repo / "bad.py").write_text("def renamed_function():\n    return 2\n")
         report = engine.index()
         assert report.files == 2 and report.skipped.get("error") == 1
@@ -126,8 +125,8 @@ def test_a_graph_extraction_error_is_named_and_the_chunks_kept(
             raise KeyError("missing capture")
         return real(path, *args)
 
-    real = indexer_module.extract_rows
-    monkeypatch.setattr(indexer_module, "extract_rows", boom)
+    real = processing.extract_rows
+    monkeypatch.setattr(processing, "extract_rows", boom)
     engine = _engine(repo, tmp_path)
     try:
         report = engine.index()  # waits for the graph: extracted in the run
@@ -164,6 +163,6 @@ def test_a_read_error_is_contained_and_retried(
 
 
 def test_every_error_detail_is_one_short_line() -> None:
-    assert indexer_module.one_line(ValueError("first\nsecond")) == "ValueError: first"
-    assert indexer_module.one_line(KeyError()) == "KeyError"
-    assert len(indexer_module.one_line(RuntimeError("x" * 5000))) == indexer_module.ERROR_DETAIL_CHARS
+    assert processing.one_line(ValueError("first\nsecond")) == "ValueError: first"
+    assert processing.one_line(KeyError()) == "KeyError"
+    assert len(processing.one_line(RuntimeError("x" * 5000))) == processing.ERROR_DETAIL_CHARS

@@ -14,7 +14,7 @@ import pytest
 from codebase_index import indexer as indexer_module
 from codebase_index.chunking import language_for_path
 from codebase_index.config import Config, index_dir
-from codebase_index.indexer import content_key
+from codebase_index.processing import content_key
 from codebase_index.service import Engine
 from codebase_index.store import Store
 

@@ -9,7 +9,7 @@ import pytest
 
 from codebase_index import embedder
 from codebase_index.embedder import embedding_header, embedding_key, embedding_text
-from codebase_index.indexer import chunk_hash
+from codebase_index.processing import chunk_hash
 from codebase_index.service import Engine
 from provider_server import serve
 from test_vectors import embedded_texts, make_repo, remote_config

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index import indexer as indexer_module
+from codebase_index import processing
 from fuzz_index import default_trees, fuzz, sample_tree
 
 SAMPLE_FILES = 300
@@ -25,7 +25,7 @@ def test_a_sample_of_real_files_never_aborts_a_run(
     copied = sample_tree(trees, sample, SAMPLE_FILES)
     assert copied >= 100
     if pool:
-        monkeypatch.setattr(indexer_module, "PARALLEL_THRESHOLD_BYTES", 0)
+        monkeypatch.setattr(processing, "PARALLEL_THRESHOLD_BYTES", 0)
     report = fuzz([sample], workers=2 if pool else 1)
     print(report.as_dict())  # run with -s to see the per-reason counts
     assert report.aborted == []

@@ -200,17 +200,16 @@ def test_the_status_and_index_tools_show_generated_and_error_skips(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same answer the plugin, RPC and MCP get (one tool layer for all three)."""
-    from codebase_index import indexer as indexer_module
-    from codebase_index import tools
+    from codebase_index import processing, tools
 
-    real = indexer_module.chunk_text
+    real = processing.chunk_text
 
     def flaky(path: str, text: str, language: str | None = None, **kwargs: object) -> object:
         if path == "src/Mapper.java":
             raise RecursionError("too deep")
         return real(path, text, language, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(indexer_module, "chunk_text", flaky)
+    monkeypatch.setattr(processing, "chunk_text", flaky)
     rt = tools.Runtime(repo, index_dir=tmp_path / "index")
     try:
         indexed = tools.call(rt, "index", {"verbose": True})

@@ -21,7 +21,7 @@ from codebase_index.graph.query import CallGraph
 from codebase_index.graph.resolve import resolve_with_stats
 from codebase_index.graph.store import GraphStore, encode_rows
 from codebase_index.graph.text import format_call_graph
-from codebase_index.indexer import content_key
+from codebase_index.processing import content_key
 from codebase_index.service import Engine, graph_reads
 from codebase_index.store import SCHEMA_VERSION, Store, _v3
 from test_graph_store import UTIL, edges, engine, full_edges, git, repo  # noqa: F401 (fixtures)

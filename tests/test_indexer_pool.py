@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index import indexer as indexer_module
+from codebase_index import processing
 from codebase_index.service import Engine
 
 MODULE = '''"""Module {i}."""
@@ -63,7 +63,7 @@ def test_pool_and_serial_store_the_same(tmp_path: Path, monkeypatch: pytest.Monk
         serial.close()
     assert report.files == 13 and report.graph_errors == 0
 
-    monkeypatch.setattr(indexer_module, "PARALLEL_THRESHOLD_BYTES", 0)
+    monkeypatch.setattr(processing, "PARALLEL_THRESHOLD_BYTES", 0)
     seen: list[str] = []
     pooled = Engine(repo, index_path=tmp_path / "pooled", workers=2)
     try:
@@ -86,7 +86,7 @@ def test_small_runs_stay_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     def no_pool(*args: object, **kwargs: object) -> None:
         raise AssertionError("a worker pool was started for a small run")
 
-    monkeypatch.setattr(indexer_module, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(processing, "ProcessPoolExecutor", no_pool)
     engine = Engine(repo, index_path=tmp_path / "index", workers=2)
     try:
         report = engine.index()
@@ -101,11 +101,11 @@ POISON = "poison"
 
 
 def dying_process_file(path: str, text: str, language: str, extract_graph: bool = False) -> object:
-    """Stands in for indexer.process_file inside the spawned workers (pickled by reference to this
+    """Stands in for processing.process_file inside the spawned workers (pickled by reference to this
     module): the process dies on the poisoned file the way a native crash or the OOM killer ends it."""
     import os
 
-    from codebase_index.indexer import process_file
+    from codebase_index.processing import process_file
 
     if POISON in text:
         os._exit(3)
@@ -133,10 +133,10 @@ def test_a_failing_worker_loses_only_its_file(
     repo = tmp_path / "repo"
     make_repo(repo, 6)
     (repo / "pkg" / "bad.py").write_text(f"# {POISON}\ndef cursed():\n    return 1\n")
-    real_chunk_many, real_item = indexer_module._chunk_many, indexer_module._process_item
-    monkeypatch.setattr(indexer_module, "PARALLEL_THRESHOLD_BYTES", 0)
-    monkeypatch.setattr(indexer_module, "_chunk_many", batch_fn)
-    monkeypatch.setattr(indexer_module, "_process_item", dying_item)
+    real_chunk_many, real_item = processing._chunk_many, processing._process_item
+    monkeypatch.setattr(processing, "PARALLEL_THRESHOLD_BYTES", 0)
+    monkeypatch.setattr(processing, "_chunk_many", batch_fn)
+    monkeypatch.setattr(processing, "_process_item", dying_item)
     engine = Engine(repo, index_path=tmp_path / "index", workers=2)
     try:
         report = engine.index()
@@ -147,8 +147,8 @@ def test_a_failing_worker_loses_only_its_file(
         ]
         assert engine.search("work_3", mode="keyword").results  # the other files are all there
         # Retried, not cached as done: once the file no longer kills its worker it is indexed.
-        monkeypatch.setattr(indexer_module, "_chunk_many", real_chunk_many)
-        monkeypatch.setattr(indexer_module, "_process_item", real_item)
+        monkeypatch.setattr(processing, "_chunk_many", real_chunk_many)
+        monkeypatch.setattr(processing, "_process_item", real_item)
         again = engine.index()
         assert again.files == 8 and "error" not in again.skipped and engine.status().errors == []
     finally:

@@ -2,45 +2,34 @@
 
 Stat-first change detection: a file whose size, mtime and inode are unchanged is not read; a changed file
 whose content hash is already stored (another branch, another path, a touched file) is re-pointed, not
-re-chunked. Writes go in batches of files, each one transaction.
+re-chunked. Writes go in batches of files, each one transaction. The per-file work (chunk, tokenize,
+extract the graph; in worker processes for big batches) is `processing`; the stat-only re-check of the
+last walk is `walk_cache`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import multiprocessing
 import os
-import stat
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import msgspec
-from tree_sitter import Tree
 
 from . import files as discovery
-from . import isolate, patterns, problems
-from .bm25 import tokenize
-from .chunking import chunk_text, language_for_path
+from . import patterns, problems, walk_cache
+from .chunking import language_for_path
 from .config import Config
-from .graph import language_spec
-from .graph.extract import extract_rows
-from .graph.store import EdgeRefresh, EncodedGraph, GraphStore, encode_rows
+from .graph.store import EdgeRefresh, GraphStore
 from .models import DiscoveredFile, SkippedFile
-from .store import ChunkRecord, FileRow, SkippedRow, Store
+from .processing import ProcessedFile, chunk_all, content_key, graph_enabled, graph_language, one_line
+from .store import FileRow, SkippedRow, Store
 
 ProgressFn = Callable[[str, int, int], None]
 log = logging.getLogger(__name__)
 
-# Below this much text to chunk, worker processes cost more than they save. Measured on 2 cores
-# (bench_fresh.py pool_crossover, stdlib files): starting 2 spawned workers and warming their grammars
-# costs ~0.6 s while one process chunks ~3 MB/s, so the pool can win only above ~4 MB on an idle machine
-# (under load 3.4 serial still won at 8 MB: 2.7 s vs 3.8 s). A file count was a poor proxy: the first
-# switch to a branch with 98 changed stdlib files (1.4 MB) took 1.2-1.5 s in the pool, 0.6 s serially.
-PARALLEL_THRESHOLD_BYTES = 4_000_000
 WRITE_BATCH_FILES = 200
 # Bump when chunking or tokenization output changes: indexes made by another version re-chunk on the next run.
 # 2: generated files skipped, non-UTF-8 text decoded, one-line data files chunked (embeddings are kept:
@@ -71,145 +60,13 @@ class IndexReport(msgspec.Struct):
     knowledge_bases: dict[str, int] = msgspec.field(default_factory=dict)
 
 
-GRAPH_ENV = "CODEBASE_INDEX_NO_GRAPH"
 # Files no chunker knows (a type the user added with include/additionalInclude) are cut into line windows.
 TEXT_LANGUAGE = "text"
-
-
-def graph_enabled() -> bool:
-    """The code graph is on unless CODEBASE_INDEX_NO_GRAPH=1 (benchmarks measure the index without it)."""
-    return os.environ.get(GRAPH_ENV, "") not in ("1", "true", "yes")
-
-
-def graph_language(language: str) -> bool:
-    return language_spec(language) is not None and graph_enabled()
-
-
-def content_key(language: str, text: str) -> str:
-    """Identity of a file's content as the chunker sees it.
-
-    The language is part of it: the same text under another extension chunks differently.
-    """
-    return hashlib.blake2b(f"{language}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def chunk_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def chunk_and_tokenize(path: str, text: str, language: str) -> list[ChunkRecord]:
-    """The CPU-heavy per-file work, run in worker processes for big batches."""
-    return process_file(path, text, language).records
-
-
-ERROR_DETAIL_CHARS = 300
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as the one line status and `index --verbose` show: `Type: first line of message`."""
-    return isolate.one_line(exc, ERROR_DETAIL_CHARS)
-
-
-class ProcessedFile(msgspec.Struct):
-    """One file's chunks, plus its code graph when extracted in the run (`graph_error`: why it failed).
-
-    `error` set: the file could not be chunked or tokenized at all (no records; the run skips it under
-    reason "error" and retries it next time). `fallback` set: its chunker raised and the file was cut
-    into line windows instead (indexed; the run logs it)."""
-
-    records: list[ChunkRecord]
-    graph: EncodedGraph | None = None
-    graph_error: str = ""
-    error: str = ""
-    fallback: str = ""
-
-
-def process_file(path: str, text: str, language: str, extract_graph: bool = False) -> ProcessedFile:
-    """Chunk and tokenize one file; with `extract_graph`, also extract its code graph from the chunker's
-    own parse (files the chunker does not parse, minified code cut into windows, get no graph).
-
-    Never raises: whatever one file does to the chunker, tokenizer or graph extractor is contained here
-    (in the worker process when there is one) and reported in the result."""
-    trees: list[Tree] = []
-    on_tree = trees.append if extract_graph and graph_language(language) else None
-    fallback: list[str] = []
-    try:
-        spans = chunk_text(
-            path, text, language, on_tree=on_tree, on_error=lambda e: fallback.append(one_line(e))
-        )
-        records = [
-            ChunkRecord(span, chunk_hash(span.text), dict(Counter(tokenize(span.text)))) for span in spans
-        ]
-    except Exception as exc:  # even line windows or the tokenizer failed: the file is skipped, not the run
-        return ProcessedFile([], error=one_line(exc))
-    done = ProcessedFile(records, fallback=fallback[0] if fallback else "")
-    if not trees:
-        return done
-    try:
-        rows = extract_rows(path, text, language, trees[0])
-        done.graph = None if rows is None else encode_rows(rows)
-    except Exception as exc:  # a grammar surprise must not lose the file's chunks; counted and logged
-        done.graph_error = one_line(exc)
-    return done
-
-
-def _chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[ProcessedFile]:
-    return [process_file(path, text, language, extract_graph) for path, text, language in items]
-
-
-def _process_item(item: tuple[str, str, str, bool]) -> ProcessedFile:
-    return process_file(*item)
-
-
-def _chunk_alone(
-    items: Sequence[tuple[str, str, str]], extract_graph: bool, cause: str
-) -> list[ProcessedFile]:
-    """The files of a batch whose worker failed (died: killed, out of memory, a crash in native code),
-    each in a worker of its own, so a file that kills its worker again is the only one lost: it comes
-    back as an error, the others as usual."""
-    log.warning("a chunking worker failed (%s); redoing its %d files one by one", cause, len(items))
-    return isolate.run_isolated(
-        _process_item,
-        [(path, text, language, extract_graph) for path, text, language in items],
-        lambda item, why: ProcessedFile([], error=f"worker process failed on this file ({why})"),
-    )
 
 
 class _Pending(msgspec.Struct):
     row: FileRow
     text: str | None  # None: content already stored, only the file row changes
-
-
-Stat = tuple[int, int, int]  # size, mtime_ns, inode
-
-# A folder whose mtime is this close to the scan that recorded it may change again within the same
-# timestamp tick without its mtime moving; such a scan is not trusted for the stat-only shortcut.
-RACY_NS = 2_000_000_000
-
-
-class _ScanCache(msgspec.Struct):
-    """What the last full walk saw, so an unchanged tree is re-checked with one stat per file.
-
-    Correctness rests on folder mtimes: creating, deleting or renaming an entry changes its folder's
-    mtime, so if no listed folder changed, the set of entries is the same and only file stats can
-    differ. Ignore files (and .git/info/exclude) are stat-checked too because editing one changes no
-    folder. Anything unexpected sends the caller back to the full walk.
-    """
-
-    rules_key: tuple[object, ...]
-    dirs: list[tuple[str, int, int]]  # abs path, mtime_ns, inode
-    guards: list[tuple[str, Stat | None]]  # abs path of an ignore file, its stat (None: absent)
-    files: list[DiscoveredFile]
-    skipped: list[SkippedFile]
-    rechecks: list[tuple[str, Stat | None]]  # stat-dependent skips (too-large, unreadable)
-
-
-def _lstat(path: str) -> Stat | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 class Indexer:
@@ -222,9 +79,9 @@ class Indexer:
         self.config = config
         self.store = store
         self.workers = workers
-        self._scan: _ScanCache | None = None
+        self._scan: walk_cache.ScanCache | None = None
         # path -> (stat, skip): files that discovery passes but reading rejects (binary, generated).
-        self._read_skips: dict[str, tuple[Stat, SkippedRow]] = {}
+        self._read_skips: dict[str, tuple[walk_cache.Stat, SkippedRow]] = {}
         self._read_skips_key: tuple[object, ...] | None = None
         # (branch, generation) -> what the store holds, valid while nobody writes.
         self._rows_cache: tuple[str, int, dict[str, tuple[int, int, int, str, str]]] | None = None
@@ -259,8 +116,9 @@ class Indexer:
 
     def discover(self) -> discovery.DiscoveryResult:
         """The files to index: a stat-only re-check of the last walk when that is provably enough."""
-        self._rescan_clean = False
-        cached = self._rescan()
+        cached, self._rescan_clean = walk_cache.recheck(
+            self._scan, self.root, self._rules_key(), self.config.indexing.max_file_size
+        )
         if cached is not None:
             return cached
         rules = self._new_rules()
@@ -268,74 +126,8 @@ class Indexer:
         visited: list[str] = []
         scan_started = time.time_ns()
         found = rules.walk(visited)
-        self._scan = self._record(rules, visited, found, scan_started)
+        self._scan = walk_cache.record(rules, self._rules_key(), visited, found, scan_started)
         return found
-
-    def _record(
-        self, rules: discovery.FileRules, visited: list[str], found: discovery.DiscoveryResult, started: int
-    ) -> _ScanCache | None:
-        dirs: list[tuple[str, int, int]] = []
-        guards: list[tuple[str, Stat | None]] = []
-        root = rules.root
-        for rel in visited:
-            abs_dir = os.path.join(root, rel) if rel else root
-            try:
-                st = os.lstat(abs_dir)
-            except OSError:
-                return None
-            if st.st_mtime_ns >= started - RACY_NS:
-                return None  # changed too recently to trust its mtime next time
-            dirs.append((abs_dir, st.st_mtime_ns, st.st_ino))
-            for name in patterns.IGNORE_FILE_NAMES:
-                guard = os.path.join(abs_dir, name)
-                guards.append((guard, _lstat(guard)))
-        for exclude_file in patterns.git_exclude_files(root):
-            guards.append((exclude_file, _lstat(exclude_file)))
-        rechecks = [
-            (s.path, _lstat(os.path.join(root, s.path)))
-            for s in found.skipped
-            if s.reason in ("too-large", "unreadable")
-        ]
-        return _ScanCache(self._rules_key(), dirs, guards, list(found.files), list(found.skipped), rechecks)
-
-    def _rescan(self) -> discovery.DiscoveryResult | None:
-        scan = self._scan
-        if scan is None or scan.rules_key != self._rules_key():
-            return None
-        lstat = os.lstat
-        for abs_dir, mtime_ns, inode in scan.dirs:
-            try:
-                st = lstat(abs_dir)
-            except OSError:
-                return None
-            if st.st_mtime_ns != mtime_ns or st.st_ino != inode:
-                return None
-        for path, old in scan.guards:
-            if _lstat(path) != old:
-                return None
-        for rel, old in scan.rechecks:
-            if _lstat(os.path.join(self.root, rel)) != old:
-                return None
-        max_size = self.config.indexing.max_file_size
-        files: list[DiscoveredFile] = []
-        append = files.append
-        is_reg = stat.S_ISREG
-        clean = True
-        for entry in scan.files:
-            try:
-                st = lstat(entry.abs_path)
-            except OSError:
-                return None
-            if st.st_mtime_ns == entry.mtime_ns and st.st_size == entry.size and st.st_ino == entry.inode:
-                append(entry)
-            elif st.st_size > max_size or not is_reg(st.st_mode):
-                return None  # now a skip: let the walk say why
-            else:
-                clean = False
-                append(DiscoveredFile(entry.path, entry.abs_path, st.st_size, st.st_mtime_ns, st.st_ino))
-        scan.files = files
-        self._rescan_clean = clean
-        return discovery.DiscoveryResult(files=files, skipped=scan.skipped)
 
     def _stored_rows(self, branch: str, generation: int) -> dict[str, tuple[int, int, int, str, str]]:
         cached = self._rows_cache
@@ -655,7 +447,14 @@ class Indexer:
         old rows to `removed`) before anything is written, so `finish` sees them."""
         graphs = GraphStore(store.conn)
         before = graphs.branch_keys(branch, [p.row.path for p in pending] + list(removed))
-        processed = self._chunk_all(list(to_chunk.values()), report)
+        to_process = list(to_chunk.values())
+        processed = chunk_all(
+            [(p.row.path, p.text or "", p.row.language) for p in to_process],
+            [p.row.content_key for p in to_process],
+            workers=self.workers,
+            extract_graph=self.extract_graph,
+            report=report,
+        )
         failed: dict[str, str] = {}
         found: list[SkippedRow] = []  # problems.REASONS rows of this run
         for key, done in processed.items():
@@ -741,37 +540,6 @@ class Indexer:
         else:
             graphs.mark_pending([(row.content_key, row.language)])
 
-    def _chunk_all(self, items: Sequence[_Pending], report: ProgressFn) -> dict[str, ProcessedFile]:
-        work = [(p.row.path, p.text or "", p.row.language) for p in items]
-        keys = [p.row.content_key for p in items]
-        out: dict[str, ProcessedFile] = {}
-        total = len(work)
-        report("chunk", 0, total)
-        if self.workers <= 1 or sum(len(item[1]) for item in work) < PARALLEL_THRESHOLD_BYTES:
-            for i, (key, item) in enumerate(zip(keys, work, strict=True)):
-                out[key] = process_file(*item, self.extract_graph)
-                if (i + 1) % 50 == 0 or i + 1 == total:
-                    report("chunk", i + 1, total)
-            return out
-        batches = list(_batches_by_size(work, keys, target_bytes=256 * 1024))
-        done = 0
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=self.workers, mp_context=context) as pool:
-            futures = [
-                (batch_keys, pool.submit(_chunk_many, batch, self.extract_graph))
-                for batch_keys, batch in batches
-            ]
-            for (batch_keys, future), (_, batch) in zip(futures, batches, strict=True):
-                try:
-                    results = future.result()
-                except Exception as exc:  # the worker died or the pool broke: isolate the batch's files
-                    results = _chunk_alone(batch, self.extract_graph, one_line(exc))
-                for key, records in zip(batch_keys, results, strict=True):
-                    out[key] = records
-                done += len(batch_keys)
-                report("chunk", done, total)
-        return out
-
 
 def _has_errors(skipped: Iterable[SkippedRow]) -> bool:
     return any(s.reason == "error" for s in skipped)
@@ -783,21 +551,3 @@ def _has_skips(store: Store, branch: str, paths: Iterable[str]) -> bool:
         store.conn.execute("SELECT 1 FROM skipped WHERE branch=? AND path=?", (branch, p)).fetchone()
         for p in paths
     )
-
-
-def _batches_by_size(
-    work: Sequence[tuple[str, str, str]], keys: Sequence[str], *, target_bytes: int
-) -> Iterator[tuple[list[str], list[tuple[str, str, str]]]]:
-    """Group files into batches of roughly equal text size so both workers stay busy."""
-    batch: list[tuple[str, str, str]] = []
-    batch_keys: list[str] = []
-    size = 0
-    for key, item in zip(keys, work, strict=True):
-        batch.append(item)
-        batch_keys.append(key)
-        size += len(item[1])
-        if size >= target_bytes:
-            yield batch_keys, batch
-            batch, batch_keys, size = [], [], 0
-    if batch:
-        yield batch_keys, batch

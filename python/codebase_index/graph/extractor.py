@@ -80,8 +80,8 @@ def extract_content(item: WorkItem) -> WorkResult:
     """Extract one pending content from the first of its paths whose text still has that content key.
     Never raises: whatever one file does to the reader, parser or extractor is an "error" result."""
     from .. import files as discovery
-    from ..indexer import content_key
     from ..isolate import one_line
+    from ..processing import content_key
     from .extract import extract_rows
 
     key, language, root, paths = item

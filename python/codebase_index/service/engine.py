@@ -28,7 +28,8 @@ from ..git import current_branch
 from ..graph.extractor import ExtractReport
 from ..graph.refresher import GraphRefresher
 from ..graph.store import EdgeRefresh
-from ..indexer import Indexer, IndexReport, ProgressFn, graph_enabled
+from ..indexer import Indexer, IndexReport, ProgressFn
+from ..processing import graph_enabled
 from ..resilience import STATE_FILE, Breaker, DependencyHealth, read_all
 from ..search import Filters, KeywordSnapshot
 from ..snapshots import SnapshotCache, Source

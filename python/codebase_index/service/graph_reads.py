@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, TypeVar
 from ..graph.extractor import INLINE_MAX_FILES
 from ..graph.query import CallGraph, ImplementationLookup, incomplete_notice
 from ..graph.store import DefinitionRow, GraphStore
-from ..indexer import graph_enabled
 from ..models import SearchResult
+from ..processing import graph_enabled
 
 if TYPE_CHECKING:
     from ..graph.paths import CallPath, Impact

@@ -381,7 +381,7 @@ def similar(
         if not snippet.strip():
             raise ValueError("the code snippet is empty")
         vector = provider.embed_documents([snippet])[0]
-        from ..indexer import chunk_hash
+        from ..processing import chunk_hash
 
         target = chunk_hash(snippet)
         hashes = chunk_hashes(engine.store, [d.chunk_id for d in snap.docs])

@@ -20,7 +20,7 @@ from ..embedder import (
 )
 from ..graph.refresher import extraction_running
 from ..graph.store import GraphStore
-from ..indexer import graph_enabled
+from ..processing import graph_enabled
 from ..resilience import DependencyHealth
 from ..store import SkippedRow
 

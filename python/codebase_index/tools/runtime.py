@@ -303,7 +303,7 @@ class Runtime:
     def start_graph(self) -> None:
         """Extract the code graph that earlier runs left pending (a killed sidecar, `index --keyword-only`)
         and bring edges up to date, in the writer's background thread."""
-        from ..indexer import graph_enabled
+        from ..processing import graph_enabled
 
         engine = self.writer()
         if graph_enabled() and engine.has_index():
