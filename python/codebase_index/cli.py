@@ -117,6 +117,11 @@ class Progress:
         self._last_phase = phase
 
 
+def print_answer(args: argparse.Namespace, value: object, text: str) -> None:
+    """A command's answer on stdout: `value` as JSON with --json, else `text`."""
+    print(msgspec.json.encode(value).decode() if args.json else text)
+
+
 def _engine(args: argparse.Namespace) -> Engine:
     from .service import Engine
 
@@ -371,12 +376,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
             embed_line = _wait_for_embeddings(engine, quiet=args.json)
     finally:
         engine.close()
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-    else:
-        print(format_repair(report))
-        if embed_line:
-            print(embed_line)
+    print_answer(args, report, format_repair(report) + (f"\n{embed_line}" if embed_line else ""))
     return EXIT_OK if report.ok else EXIT_ERROR
 
 
@@ -408,7 +408,7 @@ def cmd_kb(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     finally:
         engine.close()
-    print(msgspec.json.encode(payload).decode() if args.json else text)
+    print_answer(args, payload, text)
     return EXIT_OK
 
 

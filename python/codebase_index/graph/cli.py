@@ -7,8 +7,6 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-import msgspec
-
 if TYPE_CHECKING:
     from ..service import Engine
 
@@ -33,15 +31,14 @@ def _engine(args: argparse.Namespace) -> Engine:
 def _answer(args: argparse.Namespace, query: Callable[[Engine], T], render: Callable[[T], str]) -> T:
     """Run one graph query on the project's engine (closed after) and print the answer: JSON with
     --json, else its text."""
+    from ..cli import print_answer
+
     engine = _engine(args)
     try:
         found = query(engine)
     finally:
         engine.close()
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(found).decode() + "\n")
-    else:
-        print(render(found))
+    print_answer(args, found, render(found))
     return found
 
 
