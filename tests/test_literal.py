@@ -70,7 +70,8 @@ def _holders(eng: Engine, text: str) -> set[str]:
 def _integrity(db: Path) -> None:
     conn = sqlite3.connect(db)
     try:  # raises on an index that differs from the chunks it is built over
-        conn.execute(f"INSERT INTO {store.LITERAL_TABLE} ({store.LITERAL_TABLE}) VALUES ('integrity-check')")
+        table = store.LITERAL_TABLE  # rank 1: against the chunks it indexes, not only its own structure
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
     finally:
         conn.close()
 
@@ -197,3 +198,29 @@ def test_an_index_opened_without_the_tokenizer_stays_writable_and_is_rebuilt_lat
         _integrity(tmp_path / "index" / "codebase.db")
     finally:
         capable.close()
+
+
+def test_repair_finds_and_rebuilds_an_index_that_disagrees_with_the_chunks(
+    engine: Engine, tmp_path: Path
+) -> None:
+    assert engine.repair().problems == []
+    engine.close()
+    conn = sqlite3.connect(tmp_path / "index" / "codebase.db")
+    # A chunk's text changed behind the index's back (no trigger to follow it).
+    conn.execute("DROP TRIGGER chunks_literal_au")
+    conn.execute("UPDATE chunks SET text = 'changed behind its back' WHERE symbol = 'other'")
+    for statement in store._literal_schema(store.LITERAL_TOKENIZER):
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    again = Engine(engine.root, index_path=tmp_path / "index")
+    try:
+        report = again.repair()
+        assert report.ok and report.moved_aside is None
+        assert any("exact-literal index disagrees" in p for p in report.problems)
+        assert "exact-literal index rebuilt from the chunks" in report.repaired
+        assert _holders(again, "changed behind its back") == {"pkg/other.py"}
+        assert again.repair().problems == []
+        _integrity(tmp_path / "index" / "codebase.db")
+    finally:
+        again.close()

@@ -64,6 +64,7 @@ class Findings(msgspec.Struct, rename="camel"):
     files_without_chunks: list[str] = msgspec.field(default_factory=list)  # "branch:path"
     chunks_without_content: int = 0
     orphan_vectors: int = 0
+    literal_index: str = ""  # why the exact-literal index disagrees with the chunks ("" when it agrees)
 
     @property
     def pages_ok(self) -> bool:
@@ -83,6 +84,8 @@ class Findings(msgspec.Struct, rename="camel"):
             out.append(f"{self.chunks_without_content} chunks belong to no indexed content")
         if self.orphan_vectors:
             out.append(f"{self.orphan_vectors} vectors belong to no chunk")
+        if self.literal_index:
+            out.append(f"the exact-literal index disagrees with the chunks ({self.literal_index})")
         return out
 
 
@@ -127,6 +130,7 @@ def find_logical(store: Store) -> Findings:
         files_without_chunks=[r[0] for r in missing],
         chunks_without_content=int(loose),
         orphan_vectors=int(orphans),
+        literal_index=store.literal_disagreement() or "",
     )
 
 
@@ -150,6 +154,9 @@ def repair_logical(store: Store, findings: Findings) -> list[str]:
         if findings.chunks_without_content:
             store.conn.execute("DELETE FROM chunks WHERE content_key NOT IN (SELECT key FROM contents)")
             done.append(f"{findings.chunks_without_content} chunks of no content deleted")
+        if findings.literal_index:
+            store.rebuild_literal_index()
+            done.append("exact-literal index rebuilt from the chunks")
         if done:
             store.bump_generation()
     return done

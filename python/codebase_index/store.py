@@ -417,6 +417,24 @@ class Store:
                 self.set_meta("literal_index", "stale")
         return supported
 
+    def literal_disagreement(self) -> str | None:
+        """Why the exact-literal index does not match the chunks it indexes (FTS5's own integrity check),
+        or None when it matches or is not in use. Reads every chunk: for `repair`, not for searches."""
+        if not self.literal_ready():
+            return None
+        try:
+            # rank 1: check the index against the content table too (its external content).
+            self.conn.execute(
+                f"INSERT INTO {LITERAL_TABLE} ({LITERAL_TABLE}, rank) VALUES ('integrity-check', 1)"
+            )
+        except sqlite3.DatabaseError as exc:
+            return str(exc)
+        return None
+
+    def rebuild_literal_index(self) -> None:
+        """Rebuild the exact-literal index from the chunks (inside the caller's transaction)."""
+        self.conn.execute(f"INSERT INTO {LITERAL_TABLE} ({LITERAL_TABLE}) VALUES ('rebuild')")
+
     def literal_ready(self) -> bool:
         """Whether the exact-literal index answers (asked once per search: another process may build it)."""
         return literal_index_unsupported() is None and self.get_meta("literal_index") == "ready"

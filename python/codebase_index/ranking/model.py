@@ -76,9 +76,11 @@ class RankParams:
     file_mass: float = 0.05
     # Added to the graph's answers to a relation question (see `rank`): above any other candidate.
     relation: float = 2.0
-    # A chunk holding a string the query quotes verbatim (the literal retriever): a bonus like a path
-    # match's. No validation set quotes, so the weight is set, not measured (see bench/literal_index.md).
-    quoted: float = 0.5
+    # A chunk holding a string the query quotes verbatim (the literal retriever). Off: at 0.5 (a path
+    # match's weight) it cost one description (`itertools.groupby` quoted) its chunk on the training
+    # validation split and won nothing; the one chunk holding every quoted string is still promoted
+    # (`pipeline.guarantees`) and quoted-string holders still join the head.
+    quoted: float = 0.0
     penalties: Penalties = field(default_factory=Penalties)
 
 

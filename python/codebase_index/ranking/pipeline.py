@@ -184,9 +184,16 @@ def guaranteed_first(
     spans: Mapping[int, int] | None = None,
     quoting: Sequence[int] = (),
 ) -> int | None:
-    """The document `guarantees` ranks first whatever the scorer says, or None."""
+    """The document `guarantees` ranks first whatever the scorer says, or None. Several chunks holding
+    the query verbatim that are windows of one definition (an oversized function cut with overlap)
+    count as one: the first of them in the candidates' order."""
     if len(exact) == 1:
         return exact[0]
+    if exact:
+        holders = set(exact)
+        windows = [c for c in candidates if c.doc in holders]
+        if len(windows) == len(holders) and len({(c.path, c.symbol) for c in windows}) == 1:
+            return windows[0].doc
     if spans and (holder := message_holder(dict(spans))) is not None:
         return holder
     if len(quoting) == 1:
