@@ -108,7 +108,9 @@ def rank_hits(
     related = frozenset(relation)
     quoted = frozenset(d for d, found in literal.items() if any(lit.kind == "quoted" for lit in found))
     wanted = {lit for lit in parsed.literals if lit.kind == "quoted"}
-    quoting = [d for d in quoted if wanted <= set(literal[d])]  # holds every string the query quotes
+    # The one chunk holding every string the user quoted is promoted; a pasted snippet's string literals
+    # are evidence, not a pointer ('abcb' in a doctest is held by another function's doctest too).
+    quoting = [] if parsed.code_like else [d for d in quoted if wanted <= set(literal[d])]
     holder = message_holder(dict(spans)) if spans else None
     joining = [*relation, *exact, *([holder] if holder is not None else []), *quoted]
     if joining:

@@ -225,7 +225,7 @@ def parse_query(query: str) -> ParsedQuery:
     literals = literal_fragments(
         query,
         quotation=code_like or error_like,
-        quoted=() if code_like else quoted,  # quotes in pasted code are its string literals
+        quoted=quoted,
         identifiers=identifiers,
         message_from=_message_start(raw_words, style, mentions_error),
         filler=_FILLER,
