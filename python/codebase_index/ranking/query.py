@@ -225,7 +225,9 @@ def parse_query(query: str) -> ParsedQuery:
     literals = literal_fragments(
         query,
         quotation=code_like or error_like,
-        quoted=quoted,
+        # A pasted snippet's string literals are evidence when they read like a message ("invalid key");
+        # 'abcb' or 'foo' in a doctest is test data that other doctests hold too.
+        quoted=tuple(q for q in quoted if " " in q.strip()) if code_like else quoted,
         identifiers=identifiers,
         message_from=_message_start(raw_words, style, mentions_error),
         filler=_FILLER,
