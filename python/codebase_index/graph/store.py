@@ -120,6 +120,11 @@ def _provides(graph: FileGraph) -> set[str]:
     return out
 
 
+def _definition_lines(graphs: Sequence[FileGraph]) -> dict[tuple[str, str], int]:
+    """(path, qualified name) -> start line of every definition of the given files."""
+    return {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
+
+
 # Folder -> Go module path of the go.mod files above the given graphs' Go files (`graph.gomod`).
 GoModules = Callable[[Sequence[FileGraph]], Mapping[str, str]]
 
@@ -438,14 +443,13 @@ class GraphStore:
             only = None
         modules = go_modules(graphs) if go_modules is not None else None
         edges, _ = resolve_with_stats(graphs, only=only, go_modules=modules)
-        lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
         return RefreshPlan(
             state,
             max((seq for _, _, seq in rows), default=0),
             only,
             sorted(removed),
             edges,
-            lines,
+            _definition_lines(graphs),
             len(graphs),
             time.perf_counter() - started,
         )
@@ -456,25 +460,10 @@ class GraphStore:
         started = time.perf_counter()
         if self.edges_state(branch) != plan.state:
             return None
-        if plan.only is None:
-            self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
-            self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
-        else:
-            stale = sorted(plan.only | set(plan.removed))
-            for start in range(0, len(stale), _CHUNK):
-                part = stale[start : start + _CHUNK]
-                marks = ",".join("?" * len(part))
-                for table in ("graph_edges", "graph_name_sites"):
-                    self.conn.execute(
-                        f"DELETE FROM {table} WHERE branch=? AND caller_path IN ({marks})", (branch, *part)
-                    )
+        self._drop_edges(branch, None if plan.only is None else plan.only | set(plan.removed))
         written = self._insert(branch, plan.lines, plan.edges)
         self.conn.execute("DELETE FROM graph_dirty WHERE branch=? AND seq <= ?", (branch, plan.max_seq))
-        # A resolve counter, not a clock: two resolves within one second must still differ.
-        resolved = max(int(time.time()), (plan.state or 0) + 1)
-        self.conn.execute(
-            "INSERT OR REPLACE INTO graph_state (branch, resolved_at) VALUES (?, ?)", (branch, resolved)
-        )
+        self._mark_resolved(branch, plan.state)
         return EdgeRefresh(
             "full" if plan.only is None else "incremental",
             plan.files,
@@ -522,37 +511,14 @@ class GraphStore:
         graphs = self.load_branch(branch)
         only: set[str] | None = None
         if not full:
-            changed_set = set(changed)
-            names = set(old_names)
-            for p in removed:
-                names.update(_module_names(p))
-            for g in graphs:
-                if g.path in changed_set:
-                    names.update(_provides(g))
-            only = {g.path for g in graphs if g.path in changed_set or not names.isdisjoint(_mentions(g))}
+            only = self._affected(graphs, set(changed), set(removed), set(old_names))
             if len(only) > FULL_RESOLVE_SHARE * max(len(graphs), 1):
                 full, only = True, None
         modules = go_modules(graphs) if go_modules is not None else None
         edges, _ = resolve_with_stats(graphs, only=only, go_modules=modules)
-        if full:
-            self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
-            self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
-        else:
-            stale = sorted((only or set()) | set(removed))
-            for start in range(0, len(stale), _CHUNK):
-                part = stale[start : start + _CHUNK]
-                marks = ",".join("?" * len(part))
-                for table in ("graph_edges", "graph_name_sites"):
-                    self.conn.execute(
-                        f"DELETE FROM {table} WHERE branch=? AND caller_path IN ({marks})", (branch, *part)
-                    )
-        lines = {(g.path, d.qualified): d.start_line for g in graphs for d in g.definitions}
-        written = self._insert(branch, lines, edges)
-        state = self.edges_state(branch)
-        self.conn.execute(
-            "INSERT OR REPLACE INTO graph_state (branch, resolved_at) VALUES (?, ?)",
-            (branch, max(int(time.time()), (state or 0) + 1)),
-        )
+        self._drop_edges(branch, None if full else (only or set()) | set(removed))
+        written = self._insert(branch, _definition_lines(graphs), edges)
+        self._mark_resolved(branch, self.edges_state(branch))
         return EdgeRefresh(
             "full" if full else "incremental",
             len(graphs),
@@ -560,6 +526,29 @@ class GraphStore:
             self._count(branch),
             written,
             round(time.perf_counter() - started, 3),
+        )
+
+    def _drop_edges(self, branch: str, callers: Collection[str] | None) -> None:
+        """Delete the branch's edges and name-only call sites: all of them (None), or those made by the
+        files in `callers` (they are about to be re-resolved, or are gone)."""
+        if callers is None:
+            self.conn.execute("DELETE FROM graph_edges WHERE branch=?", (branch,))
+            self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
+            return
+        stale = sorted(callers)
+        for start in range(0, len(stale), _CHUNK):
+            part = stale[start : start + _CHUNK]
+            marks = ",".join("?" * len(part))
+            for table in ("graph_edges", "graph_name_sites"):
+                self.conn.execute(
+                    f"DELETE FROM {table} WHERE branch=? AND caller_path IN ({marks})", (branch, *part)
+                )
+
+    def _mark_resolved(self, branch: str, previous: int | None) -> None:
+        # A resolve counter, not a clock: two resolves within one second must still differ.
+        resolved = max(int(time.time()), (previous or 0) + 1)
+        self.conn.execute(
+            "INSERT OR REPLACE INTO graph_state (branch, resolved_at) VALUES (?, ?)", (branch, resolved)
         )
 
     def _insert(self, branch: str, lines: dict[tuple[str, str], int], edges: Sequence[Edge]) -> int:
