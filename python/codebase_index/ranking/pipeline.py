@@ -112,10 +112,11 @@ def rank_hits(
     # are evidence, not a pointer ('abcb' in a doctest is held by another function's doctest too).
     quoting = [] if parsed.code_like else [d for d in quoted if wanted <= set(literal[d])]
     holder = message_holder(dict(spans)) if spans else None
-    joining = [*relation, *exact, *([holder] if holder is not None else []), *quoted]
+    joining = [*relation, *exact, *([holder] if holder is not None else []), *quoted, *literal]
     if joining:
-        # Graph answers and exact-text holders outside the head join it at its lowest score (their
-        # relation or the guarantees lift them).
+        # Graph answers and the literal retriever's hits (every chunk holding a literal of the query:
+        # at most literal.LIMIT per literal) outside the head join it at its lowest score: their
+        # relation, the guarantees or the scorer lift them.
         have = {d for d, _ in head}
         floor = head[-1][1]
         joined = frozenset(joining)
