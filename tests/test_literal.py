@@ -110,6 +110,20 @@ def test_changed_and_deleted_files_keep_the_index_in_step(engine: Engine, repo: 
     assert rows == engine.store.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
 
 
+def test_path_level_updates_keep_the_index_in_step(engine: Engine, repo: Path, tmp_path: Path) -> None:
+    # What the watcher runs on a save: only the named files.
+    (repo / "pkg/other.py").write_text("def other():\n    return 'saved by the editor'\n")
+    (repo / "pkg/extra.py").write_text("def extra():\n    return 'a new file appears'\n")
+    (repo / "pkg/publish.py").unlink()
+    report = engine.index_paths(["pkg/other.py", "pkg/extra.py", "pkg/publish.py"])
+    assert (report.files_changed, report.files_removed) == (2, 1)
+    assert _holders(engine, "saved by the editor") == {"pkg/other.py"}
+    assert _holders(engine, "a new file appears") == {"pkg/extra.py"}
+    assert _holders(engine, "nothing to see") == set()
+    assert _holders(engine, "name@version is taken") == set()
+    _integrity(tmp_path / "index" / "codebase.db")
+
+
 def test_a_branch_sees_only_its_own_chunks(engine: Engine, repo: Path) -> None:
     git(repo, "checkout", "-q", "-b", "feature")
     (repo / "pkg/other.py").write_text("def other():\n    return 'only on the feature branch'\n")
