@@ -211,6 +211,8 @@ def test_search_round_trip_after_index_with_progress(sidecar: Sidecar) -> None:
     metrics = sidecar.result("metrics")["data"]
     assert metrics["methods"]["search"]["count"] == 3
     assert metrics["methods"]["search"]["errors"] == 1
+    # The searches loaded the keyword snapshot: the cache line names its branch and size (was always null).
+    assert metrics["cache"]["snapshotDocs"] >= 2 and metrics["cache"]["snapshotBranch"]
     logs = sidecar.result("logs", {"limit": 500})["data"]["records"]
     assert any("indexed 2 files" in r["message"] for r in logs)
 

@@ -58,11 +58,6 @@ def chunk_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def chunk_and_tokenize(path: str, text: str, language: str) -> list[ChunkRecord]:
-    """The CPU-heavy per-file work, run in worker processes for big batches."""
-    return process_file(path, text, language).records
-
-
 ERROR_DETAIL_CHARS = 300
 
 

@@ -142,6 +142,13 @@ class SnapshotCache:
                 self._reader.close()
                 self._reader = None
 
+    def loaded(self) -> tuple[str, int, int] | None:
+        """(key, generation, documents) of the snapshot searches are served from now, if any: what
+        `index_metrics` reports as the cache, without building one."""
+        with self._lock:
+            current = self._current
+        return None if current is None else (current[0], current[1], len(current[2].docs))
+
     def merge_threshold(self, base_docs: int) -> int:
         return max(MERGE_MIN_DOCS, base_docs // 10)
 

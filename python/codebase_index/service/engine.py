@@ -363,6 +363,11 @@ class Engine:
 
         return self._snapshots.get(branch, generation, sources)
 
+    def loaded_snapshot(self) -> tuple[str, int, int] | None:
+        """(branch, store generation, documents) of the keyword snapshot in memory; None before the
+        first search (nothing is loaded to answer this)."""
+        return None if self._snapshots is None else self._snapshots.loaded()
+
     def search(
         self, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str | None = None
     ) -> SearchResponse:

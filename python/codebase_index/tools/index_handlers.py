@@ -236,9 +236,9 @@ def handle_metrics(rt: Runtime, p: MetricsParams, call: CallContext) -> ToolResu
                     size += entry.stat().st_size
     cache: dict[str, Any] = {"engineLoaded": rt.engine_loaded(), "snapshotDocs": None}
     reader = rt._reader
-    snap = getattr(reader, "_snapshot", None) if reader is not None else None
-    if snap is not None:
-        cache.update(snapshotBranch=snap[0], snapshotGeneration=snap[1], snapshotDocs=len(snap[2]))
+    loaded = reader.loaded_snapshot() if reader is not None else None
+    if loaded is not None:
+        cache.update(snapshotBranch=loaded[0], snapshotGeneration=loaded[1], snapshotDocs=loaded[2])
     data = {
         "uptimeSeconds": round(time.time() - rt.metrics.started_at, 3),
         "methods": rt.metrics.snapshot(),
