@@ -257,6 +257,39 @@ class EdgeTarget:
         self.shard.close()
 
 
+class _Unsent:
+    """Stands in for qdrant-client so that `QdrantBackend.upsert`'s own work (pydantic `PointStruct`s of
+    the same payload and vectors) is timed alone; nothing is sent or kept. Only for the figure below."""
+
+    def __init__(self) -> None:
+        self.init_options: dict[str, Any] = {}
+        self.points = 0
+
+    def upsert(self, _collection: str, points: list, wait: bool = True) -> None:
+        self.points += len(points)
+
+
+def client_side(n: int, repos: int) -> None:
+    """Points per second `publish` builds for a server (payload + sparse vector + PointStruct)."""
+    from qdrant_client import models  # noqa: F401  (its import and schema build are not the per-point cost)
+
+    corpus = Corpus(np.random.default_rng(8), repos)
+    client = _Unsent()
+    backend = QdrantBackend(client, "not sent", "bench")
+    build = 0.0
+    for start in range(0, n, BATCH):
+        rows, texts, vectors = corpus.rows(start, min(BATCH, n - start))
+        t0 = time.perf_counter()
+        chunks, sparse_vectors = local_side(corpus, rows, texts)
+        backend.upsert(chunks, list(vectors), sparse_vectors)
+        build += time.perf_counter() - t0
+    print(
+        f"local side for a server (payload + sparse vector + QdrantBackend.upsert's PointStructs, not sent): "
+        f"{client.points / build:.0f} points/s over {client.points}; {load()}",
+        flush=True,
+    )
+
+
 def query_latency(backend: Any, rng: np.random.Generator, n: int, repos: list[RepoInfo], label: str) -> None:
     config = Config()
     for count in sorted({1, min(5, len(repos)), len(repos)}):
@@ -293,7 +326,15 @@ def main() -> int:
     ap.add_argument("--dir", help="where the store goes (default: a temp folder)")
     ap.add_argument("--no-optimize", action="store_true", help="stop after the queries on unindexed segments")
     ap.add_argument("--progress", type=int, default=50_000, help="print a progress line every N points")
+    ap.add_argument(
+        "--client-sample",
+        type=int,
+        default=20_000,
+        help="first time the points QdrantBackend.upsert builds for a server for this many chunks (0: skip)",
+    )
     args = ap.parse_args()
+    if args.client_sample:
+        client_side(args.client_sample, args.repos)
     rng = np.random.default_rng(7)
     tmp = tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir)
     backend: Any
