@@ -349,22 +349,25 @@ def main() -> int:
         f"{load()}, {memory()}"
     )
     synth = build = convert = send = 0.0
+    cpu = [0.0, 0.0, 0.0, 0.0]  # CPU seconds of the same four stages (the machine may be shared)
     window_t, window_n = time.perf_counter(), 0
     for start in range(0, args.chunks, BATCH):
         n = min(BATCH, args.chunks - start)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         rows, texts, vectors = corpus.rows(start, n)
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         chunks, sparse_vectors = local_side(corpus, rows, texts)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         if hasattr(backend, "points"):
             points = backend.points(chunks, vectors, sparse_vectors)
-            t3 = time.perf_counter()
+            t3, c3 = time.perf_counter(), time.process_time()
             backend.send(points)
         else:  # QdrantBackend: point building and sending in one call
-            t3 = t2
+            t3, c3 = t2, c2
             backend.upsert(chunks, list(vectors), sparse_vectors)
-        t4 = time.perf_counter()
+        t4, c4 = time.perf_counter(), time.process_time()
+        for k, spent in enumerate((c1 - c0, c2 - c1, c3 - c2, c4 - c3)):
+            cpu[k] += spent
         synth += t1 - t0
         build += t2 - t1
         convert += t3 - t2
@@ -379,17 +382,19 @@ def main() -> int:
             )
             window_t, window_n = now, done
     n = args.chunks
-    print(f"synthetic rows (the bench's own cost): {n / synth:.0f} chunks/s, {synth:.1f} s")
+    print(
+        f"synthetic rows (the bench's own cost): {n / synth:.0f} chunks/s, {synth:.1f} s ({cpu[0]:.1f} CPU-s)"
+    )
     print(
         f"local side, payload struct + sparse BM25 vector (publish's code): {n / build:.0f} chunks/s, "
-        f"{build:.1f} s"
+        f"{build:.1f} s ({n / cpu[1]:.0f} per CPU-second)"
     )
     if convert:
         print(
             f"local side, engine point objects (payload dict, vectors to lists): {n / convert:.0f} points/s, "
-            f"{convert:.1f} s"
+            f"{convert:.1f} s ({n / cpu[2]:.0f} per CPU-second)"
         )
-    print(f"engine upsert: {n / send:.0f} points/s, {send:.1f} s")
+    print(f"engine upsert: {n / send:.0f} points/s, {send:.1f} s ({n / cpu[3]:.0f} per CPU-second)")
     print(f"after publishing: {memory()}, {disk(tmp)}; {load()}", flush=True)
     if hasattr(backend, "segments"):
         print(f"  {backend.segments()}")
@@ -397,10 +402,11 @@ def main() -> int:
     if args.queries_before:
         query_latency(backend, rng, args.queries_before, repos, "before the index build")
     if hasattr(backend, "optimize") and not args.no_optimize:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         backend.optimize()  # build the HNSW and sparse indexes a server builds in the background
         print(
-            f"index build (optimize): {time.perf_counter() - t0:.1f} s; {memory()}, {disk(tmp)}; {load()}",
+            f"index build (optimize): {time.perf_counter() - t0:.1f} s, {time.process_time() - c0:.0f} CPU-s "
+            f"(all threads); {memory()}, {disk(tmp)}; {load()}",
             flush=True,
         )
         if hasattr(backend, "segments"):
