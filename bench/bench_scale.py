@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -326,6 +327,7 @@ def main() -> int:
     )
     ap.add_argument("--engine", choices=["client", "edge"], default="client")
     ap.add_argument("--dir", help="where the store goes (default: a temp folder)")
+    ap.add_argument("--keep", action="store_true", help="keep the store (default: deleted at the end)")
     ap.add_argument("--no-optimize", action="store_true", help="stop after the queries on unindexed segments")
     ap.add_argument("--progress", type=int, default=50_000, help="print a progress line every N points")
     ap.add_argument(
@@ -434,6 +436,8 @@ def main() -> int:
     )
     print(f"peak: {memory()}, {disk(tmp)}; {load()}")
     backend.close()
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)  # a 1M store is ~9 GB with its WAL
     return 0
 
 
