@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index import literal, store
+from codebase_index import literal, literal_index
 from codebase_index.ranking import parse_query
 from codebase_index.service import Engine
 from codebase_index.service.retrieval import keyword_candidates
@@ -70,7 +70,8 @@ def _holders(eng: Engine, text: str) -> set[str]:
 def _integrity(db: Path) -> None:
     conn = sqlite3.connect(db)
     try:  # raises on an index that differs from the chunks it is built over
-        table = store.LITERAL_TABLE  # rank 1: against the chunks it indexes, not only its own structure
+        # rank 1: against the chunks it indexes, not only its own structure
+        table = literal_index.LITERAL_TABLE
         conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
     finally:
         conn.close()
@@ -106,7 +107,7 @@ def test_changed_and_deleted_files_keep_the_index_in_step(engine: Engine, repo: 
     engine.index()
     assert _holders(engine, "name@version is taken") == set()
     _integrity(tmp_path / "index" / "codebase.db")
-    rows = engine.store.conn.execute(f"SELECT COUNT(*) FROM {store.LITERAL_TABLE}").fetchone()[0]
+    rows = engine.store.conn.execute(f"SELECT COUNT(*) FROM {literal_index.LITERAL_TABLE}").fetchone()[0]
     assert rows == engine.store.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
 
 
@@ -142,7 +143,7 @@ def test_an_index_made_before_the_literal_index_gets_it_once(engine: Engine, tmp
     conn = sqlite3.connect(db)
     for trigger in ("chunks_literal_ai", "chunks_literal_ad", "chunks_literal_au"):
         conn.execute(f"DROP TRIGGER {trigger}")
-    conn.execute(f"DROP TABLE {store.LITERAL_TABLE}")
+    conn.execute(f"DROP TABLE {literal_index.LITERAL_TABLE}")
     conn.execute("DELETE FROM meta WHERE key='literal_index'")
     conn.commit()
     chunks_before = conn.execute("SELECT id, chunk_hash FROM chunks ORDER BY id").fetchall()
@@ -165,7 +166,7 @@ def test_an_index_made_before_the_literal_index_gets_it_once(engine: Engine, tmp
 def no_trigram(monkeypatch: pytest.MonkeyPatch) -> None:
     """A SQLite without the trigram tokenizer, as the detection meets it: the probe asks SQLite for a
     tokenizer it does not have and gets SQLite's own error."""
-    monkeypatch.setattr(store, "LITERAL_TOKENIZER", "no_such_tokenizer")
+    monkeypatch.setattr(literal_index, "LITERAL_TOKENIZER", "no_such_tokenizer")
 
 
 def test_without_the_tokenizer_search_degrades_and_status_says_so(
@@ -194,7 +195,7 @@ def test_an_index_opened_without_the_tokenizer_stays_writable_and_is_rebuilt_lat
     engine: Engine, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     engine.close()
-    monkeypatch.setattr(store, "LITERAL_TOKENIZER", "no_such_tokenizer")
+    monkeypatch.setattr(literal_index, "LITERAL_TOKENIZER", "no_such_tokenizer")
     degraded = Engine(repo, index_path=tmp_path / "index")
     try:
         # Its triggers are dropped on open, so writing chunks does not need the missing tokenizer.
@@ -203,7 +204,7 @@ def test_an_index_opened_without_the_tokenizer_stays_writable_and_is_rebuilt_lat
         assert degraded.store.get_meta("literal_index") == "stale"
     finally:
         degraded.close()
-    monkeypatch.setattr(store, "LITERAL_TOKENIZER", "trigram")
+    monkeypatch.setattr(literal_index, "LITERAL_TOKENIZER", "trigram")
     capable = Engine(repo, index_path=tmp_path / "index")
     try:
         assert capable.status().literal_index is None
@@ -223,7 +224,7 @@ def test_repair_finds_and_rebuilds_an_index_that_disagrees_with_the_chunks(
     # A chunk's text changed behind the index's back (no trigger to follow it).
     conn.execute("DROP TRIGGER chunks_literal_au")
     conn.execute("UPDATE chunks SET text = 'changed behind its back' WHERE symbol = 'other'")
-    for statement in store._literal_schema(store.LITERAL_TOKENIZER):
+    for statement in literal_index.schema(literal_index.LITERAL_TOKENIZER):
         conn.execute(statement)
     conn.commit()
     conn.close()

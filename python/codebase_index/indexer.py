@@ -19,7 +19,7 @@ from pathlib import Path
 import msgspec
 
 from . import files as discovery
-from . import patterns, problems, walk_cache
+from . import literal_index, patterns, problems, walk_cache
 from .chunking import language_for_path
 from .config import Config
 from .graph.store import EdgeRefresh, GraphStore
@@ -157,7 +157,7 @@ class Indexer:
         self._fallbacks = 0
         with store.write_lock(timeout=LOCK_WAIT_S):
             report("discover", 0, 0)
-            store.ensure_literal_index(locked=True)  # an index made before it existed gets it once
+            literal_index.ensure(store, locked=True)  # an index made before it existed gets it once
             if store.get_meta("pipeline_version") != PIPELINE_VERSION:
                 # Chunks made by another chunker/tokenizer version would silently differ from fresh ones.
                 force = True

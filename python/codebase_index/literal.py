@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import literal_index
 from .ranking.literals import Literal
 from .ranking.query import ParsedQuery, exact_matches, is_quotation
 from .search import KeywordSnapshot
@@ -70,15 +71,15 @@ def retrieve(
     first) when `keyword_scores` is given, else as the index returns them."""
     if not parsed.literals:
         return NO_EVIDENCE
-    if not store.literal_ready():
-        return LiteralEvidence({}, {}, unavailable=store.literal_status() or "")
+    if not literal_index.ready(store):
+        return LiteralEvidence({}, {}, unavailable=literal_index.status(store) or "")
     by_chunk = _docs_of_chunk(snap)
     live = snap.live
     matches: dict[int, list[Literal]] = {}
     texts: dict[int, str] = {}
     common: list[Literal] = []
     for lit in parsed.literals:
-        rows = store.literal_chunks(lit.text, LIMIT + 1)
+        rows = literal_index.chunks(store, lit.text, LIMIT + 1)
         if len(rows) > LIMIT:
             common.append(lit)
             continue

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 
+from . import literal_index
 from .locks import file_lock
 from .store import DB_NAME, LOCK_NAME, Store, StoreError
 
@@ -130,7 +131,7 @@ def find_logical(store: Store) -> Findings:
         files_without_chunks=[r[0] for r in missing],
         chunks_without_content=int(loose),
         orphan_vectors=int(orphans),
-        literal_index=store.literal_disagreement() or "",
+        literal_index=literal_index.disagreement(store) or "",
     )
 
 
@@ -155,7 +156,7 @@ def repair_logical(store: Store, findings: Findings) -> list[str]:
             store.conn.execute("DELETE FROM chunks WHERE content_key NOT IN (SELECT key FROM contents)")
             done.append(f"{findings.chunks_without_content} chunks of no content deleted")
         if findings.literal_index:
-            store.rebuild_literal_index()
+            literal_index.rebuild(store)
             done.append("exact-literal index rebuilt from the chunks")
         if done:
             store.bump_generation()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .. import problems
+from .. import literal_index, problems
 from ..embedder import (
     META_MODEL,
     META_RATE,
@@ -132,5 +132,5 @@ def status(engine: Engine) -> IndexStatus:
         embeddings=embeddings,
         graph=graph,
         dependencies=engine.dependency_health(),
-        literal_index=store.literal_status(),
+        literal_index=literal_index.status(store),
     )
