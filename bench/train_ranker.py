@@ -4,9 +4,9 @@ Two stages, so the fit is reproducible without the corpora:
   extract  run every golden query of the training sets through the real engine (hybrid, or keyword for a
            set without vectors), record the rank stage's candidates and features
            (`ranking.pipeline.capture`), label each candidate by the golden targets, and write a table
-  fit      fit the linear model on a table: listwise softmax cross-entropy (each query's candidates,
-           target mass spread over its relevant ones) with L2, full-batch Adam from zero weights on
-           standardised features, a fixed number of steps: the same table gives the same weights
+  fit      fit the linear model on a table (`ranking.fit`: pairwise logistic, or --loss listwise) with
+           L2, full-batch Adam from zero weights on standardised features, a fixed number of steps:
+           the same table gives the same weights
 
 A training set is a folder with corpus/, index/ (indexed, embedded) and golden.json (the validation
 set layout of bench/make_validation_set.py), or a manifest listing such folders. Training, validation
@@ -37,7 +37,7 @@ import numpy as np
 from codebase_index.config import Config
 from codebase_index.evaluation import Target, load_golden
 from codebase_index.ranking import learned
-from codebase_index.ranking.fit import STEPS, STORED_FILE_GAIN, fit, load_table
+from codebase_index.ranking.fit import LOSS, STEPS, STORED_FILE_GAIN, fit, load_table
 from codebase_index.ranking.learned import FEATURES, LinearModel, feature_matrix
 from codebase_index.ranking.model import diversify, rank
 from codebase_index.ranking.pipeline import capture, guaranteed_first
@@ -258,7 +258,7 @@ def report(table: dict[str, np.ndarray], model: LinearModel, title: str) -> None
 
 def cmd_fit(args: argparse.Namespace) -> int:
     table = load_table(args.table)
-    model = fit(table, args.steps, args.seed)
+    model = fit(table, args.steps, args.seed, args.loss)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n")
     print(f"{args.out}: fitted on {len(table['style'])} queries")
     report(table, model, "on its own table")
@@ -336,7 +336,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     for fold in folds:
         test_q = np.flatnonzero(np.isin(table["repo"], fold))
         train_q = np.flatnonzero(~np.isin(table["repo"], fold))
-        model = fit(compact(subset(table, train_q), args.rows), args.steps, args.seed)
+        model = fit(compact(subset(table, train_q), args.rows), args.steps, args.seed, args.loss)
         part = subset(table, test_q)
         rrs["rules"][test_q] = final_rr(part, -part["rules_rank"].astype(np.float64), rules=True)
         rrs["model"][test_q] = final_rr(part, model.scores(part["x"].astype(np.float64)))
@@ -368,6 +368,7 @@ def main() -> int:
     ft.add_argument("--out", type=Path, default=SHIPPED)
     ft.add_argument("--steps", type=int, default=STEPS)
     ft.add_argument("--seed", type=int, default=0)
+    ft.add_argument("--loss", default=LOSS, choices=("pairwise", "listwise"))
     ft.set_defaults(run=cmd_fit)
     cp = sub.add_parser("compact")
     cp.add_argument("table", type=Path)
@@ -381,6 +382,7 @@ def main() -> int:
     cv.add_argument("--folds", type=int, default=3)
     cv.add_argument("--steps", type=int, default=STEPS)
     cv.add_argument("--seed", type=int, default=0)
+    cv.add_argument("--loss", default=LOSS, choices=("pairwise", "listwise"))
     cv.add_argument("--rows", type=int, default=16, help="fit rows per query, as compact")
     cv.set_defaults(run=cmd_cv)
     ev = sub.add_parser("eval")

@@ -237,8 +237,8 @@ def rank_learned(
         return []
     m = model or load_model()
     scores = m.scores(feature_matrix(cands, parsed, evidence, path_weights))
-    # The model's scores are log-odds (a softmax fit): exp turns them into relative probabilities, which
-    # diversify's decay then halves per repeated chunk of a file.
+    # The model's score differences are log-odds (a pairwise logistic or softmax fit): exp turns them
+    # into relative odds, which diversify's decay then halves per repeated chunk of a file.
     probs = np.exp(scores - float(scores.max()))
     items = [(c.doc, c.path, float(p)) for c, p in zip(cands, probs, strict=True)]
     return [Ranked(doc, score) for doc, score in diversify(items, REPEAT_DECAY)]
