@@ -45,6 +45,7 @@ bench: install
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_vectors.py
 	$(PY) bench/bench_onnx.py
+	$(PY) bench/bench_search_path.py
 
 # The shared index at scale (bench/bench_scale.py, results and their reading in bench/scale.md): a synthetic
 # corpus published to Qdrant Edge, Qdrant's storage and search engine as an in-process shard, since no
