@@ -24,13 +24,13 @@ import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 import msgspec
 import numpy as np
 
 from .embedder import decode_vectors, ensure_tables
 from .embeddings.blas_threads import single_blas_thread
+from .search import Hit
 from .store import Store
 
 # Measured (bench/bench_vectors.py, 384 d, one BLAS thread, loaded 2-core machine): exact search p50 1.6 ms
@@ -43,11 +43,6 @@ _GATHER_BELOW = 8  # exact search copies the allowed rows out when they are unde
 ANN_LOCK_NAME = "ann.lock"
 # Above this share of differing keys a repair would keep little of the old graph: rebuild instead.
 _REPAIR_LIMIT = 0.1
-
-
-class Hit(NamedTuple):
-    doc: int
-    score: float
 
 
 def exact_top_k(
@@ -76,15 +71,17 @@ def exact_top_k(
             if n_allowed * _GATHER_BELOW < matrix.shape[0]:
                 rows = np.flatnonzero(allowed)  # few rows: copying them out beats scanning them all
                 scores = matrix[rows] @ query
-            else:  # most rows: scan all (no copy of the matrix) and rule the others out
+            else:  # most rows: scan all (no copy of the matrix) and rule the others out, if any
                 scores = matrix @ query
-                scores[~allowed] = -np.inf
-                k = min(k, n_allowed)
+                if n_allowed < matrix.shape[0]:
+                    scores[~allowed] = -np.inf
+                    k = min(k, n_allowed)
     k = min(k, scores.shape[0])
     top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
     order = top[np.lexsort((top, -scores[top]))]
     picked = order if rows is None else rows[order]
-    return [(int(r), float(s)) for r, s in zip(picked, scores[order], strict=True)]
+    # tolist() converts each array in one call (the same ints and floats as int()/float() per item).
+    return list(zip(picked.tolist(), scores[order].tolist(), strict=True))
 
 
 class VectorSnapshot:
@@ -177,8 +174,9 @@ class VectorSnapshot:
             found = self._ann_hits(ann, query, want, allowed)
         else:
             found = exact_top_k(self.matrix, query, want, allowed)
-        hits = [Hit(doc, score) for doc, score in found if exclude is None or not exclude(doc)]
-        return hits[:k]
+        if exclude is None:
+            return list(map(Hit._make, found[:k]))
+        return [Hit(doc, score) for doc, score in found if not exclude(doc)][:k]
 
     def _ann_hits(
         self, ann: AnnIndex, query: np.ndarray, k: int, allowed: np.ndarray

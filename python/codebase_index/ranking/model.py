@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from operator import itemgetter
+from typing import NamedTuple, TypeVar
 
 from .features import (
     Penalties,
@@ -21,6 +22,8 @@ from .features import (
     stem_overlap,
 )
 from .query import ParsedQuery
+
+_T = TypeVar("_T", bound=tuple)
 
 
 class Candidate(NamedTuple):
@@ -96,12 +99,23 @@ def diversify(items: Sequence[tuple[int, str, float]], decay: float) -> list[tup
         raise ValueError(f"repeat decay must be within (0, 1], got {decay}")
     seen: dict[str, int] = {}
     out: list[tuple[int, float]] = []
-    for doc, file, score in sorted(items, key=lambda it: (-it[2], it[0])):
+    for doc, file, score in best_first(list(items), 2):
         n = seen.get(file, 0)
         seen[file] = n + 1
         out.append((doc, score * (decay**n)))
-    out.sort(key=lambda it: (-it[1], it[0]))
-    return out
+    return best_first(out, 1)
+
+
+def best_first(items: list[_T], score: int) -> list[_T]:
+    """`items` (tuples with the document first) sorted in place by item[score] descending, then document:
+    two stable C-level sorts, the same order as the key (-score, doc) without a Python call per item.
+
+    >>> best_first([(3, 0.5), (1, 0.9), (2, 0.5)], 1)
+    [(1, 0.9), (2, 0.5), (3, 0.5)]
+    """
+    items.sort(key=itemgetter(0))
+    items.sort(key=itemgetter(score), reverse=True)
+    return items
 
 
 def rank(

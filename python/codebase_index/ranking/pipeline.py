@@ -10,6 +10,8 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+import numpy as np
+
 from ..search import Hit, KeywordSnapshot
 from .features import definition_score, path_stem_weights, shadowed_private, superseded_dirs
 from .fusion import fuse
@@ -48,26 +50,44 @@ def capture() -> Iterator[list[Captured]]:
         _CAPTURE.reset(token)
 
 
-_LAYOUT: weakref.WeakKeyDictionary[
-    KeywordSnapshot, tuple[int, tuple[str, ...], frozenset[str], dict[str, float]]
-] = weakref.WeakKeyDictionary()
+class Layout(NamedTuple):
+    """What the rank stage knows of a snapshot's files, whatever the query: computed once per snapshot."""
+
+    superseded: tuple[str, ...]  # `superseded_dirs`, as "dir/" prefixes
+    shadowed: frozenset[str]  # `shadowed_private`
+    path_weights: dict[str, float]  # `path_stem_weights`
+    file_ids: np.ndarray  # each document's file, one id per distinct path (fusion's file votes)
+    file_flags: np.ndarray  # per file id: 1 superseded, 2 shadowed (the candidates' flags)
 
 
-def _layout_of(snap: KeywordSnapshot) -> tuple[tuple[str, ...], frozenset[str], dict[str, float]]:
-    """(`superseded_dirs`, `shadowed_private`, `path_stem_weights`) of a snapshot's files, computed once
-    per snapshot (and again if its file list grows or shrinks)."""
-    n = len(snap.file_paths)
+_LAYOUT: weakref.WeakKeyDictionary[KeywordSnapshot, tuple[tuple[int, int], Layout]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def layout_of(snap: KeywordSnapshot) -> Layout:
+    """The snapshot's `Layout`, computed once per snapshot (and again if its file or document list grows
+    or shrinks)."""
+    key = (len(snap.file_paths), len(snap.docs))
     cached = _LAYOUT.get(snap)
-    if cached is None or cached[0] != n:
+    if cached is None or cached[0] != key:
         paths = snap.file_paths
-        cached = (
-            n,
-            tuple(sorted(superseded_dirs(paths))),
-            shadowed_private(paths),
-            path_stem_weights(paths),
+        old = tuple(sorted(superseded_dirs(paths)))
+        shadowed = shadowed_private(paths)
+        # An overlay may give a changed file's path a second id: one id per distinct path.
+        first_id: dict[str, int] = {}
+        canonical = np.fromiter(
+            (first_id.setdefault(p, i) for i, p in enumerate(paths)), np.int64, len(paths)
         )
+        flags = np.fromiter(
+            ((1 if old and p.startswith(old) else 0) | (2 if p in shadowed else 0) for p in paths),
+            np.int8,
+            len(paths),
+        )
+        layout = Layout(old, shadowed, path_stem_weights(paths), canonical[snap.doc_file], flags)
+        cached = (key, layout)
         _LAYOUT[snap] = cached
-    return cached[1], cached[2], cached[3]
+    return cached[1]
 
 
 def rank_hits(
@@ -98,8 +118,9 @@ def rank_hits(
     spans = spans or {}
     literal = literal or {}
     docs = snap.docs
+    layout = layout_of(snap)
     ordered = fuse(
-        parsed, keyword_hits, semantic_hits, config, lambda d: docs[d].path, params, keyword_score, verbatim
+        parsed, keyword_hits, semantic_hits, config, layout.file_ids, params, keyword_score, verbatim
     )
     top_n = config.rerank_top_n
     if top_n <= 0 or not ordered:
@@ -122,14 +143,13 @@ def rank_hits(
         joined = frozenset(joining)
         tail = [(d, s) for d, s in tail if d not in joined]
         head = head + [(d, floor) for d in dict.fromkeys(joining) if d not in have]
-    old, shadowed, path_weights = _layout_of(snap)
+    path_weights = layout.path_weights
+    head_docs = [d for d, _ in head]
+    flags = layout.file_flags[layout.file_ids[head_docs]].tolist() if head_docs else []
     candidates = []
-    for d, s in head:
+    for (d, s), flag in zip(head, flags, strict=True):
         doc = docs[d]
-        path = doc.path
-        candidates.append(
-            Candidate(d, path, doc.symbol, doc.kind, s, bool(old) and path.startswith(old), path in shadowed)
-        )
+        candidates.append(Candidate(d, doc.path, doc.symbol, doc.kind, s, bool(flag & 1), bool(flag & 2)))
     recording = _CAPTURE.get()
     if config.ranker == "learned" or recording is not None:
         evidence = Evidence(
@@ -147,7 +167,7 @@ def rank_hits(
         ranked = rank_learned(candidates, parsed, evidence, path_weights)
     else:
         ranked = rank(candidates, parsed, params, path_weights, related, quoted)
-    out = guarantees([Hit(r.doc, r.score) for r in ranked], parsed, candidates, exact, spans, quoting)
+    out = guarantees(list(map(Hit._make, ranked)), parsed, candidates, exact, spans, quoting)
     if tail:
         # The tail keeps its fused order, scaled to sit strictly below the reranked head.
         floor = min((r.score for r in ranked), default=1.0)

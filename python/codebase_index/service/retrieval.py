@@ -31,9 +31,8 @@ from ..ranking import (
 )
 from ..ranking.query import MESSAGE_CANDIDATES, VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from ..resilience import RERANKER, cooling_down, endpoint_key
-from ..search import FieldWeights, Filters, KeywordSnapshot, preview, top_hits
+from ..search import FieldWeights, Filters, Hit, KeywordSnapshot, preview, top_hits
 from ..store import Store
-from ..vectors import Hit
 from .embedding import (
     QueryEmbeddingError,
     breaker,
@@ -91,7 +90,7 @@ def fuse(
         assert keyword_scores is not None
         return keyword_scores[np.asarray(docs, dtype=np.int64)].tolist()
 
-    ranked = rank_hits(
+    return rank_hits(
         parsed,
         snap,
         keyword_hits,
@@ -104,7 +103,6 @@ def fuse(
         spans=spans,
         literal=literal.matches,
     )
-    return [Hit(d, s) for d, s in ranked]
 
 
 _DOCS_BY_PATH: weakref.WeakKeyDictionary[KeywordSnapshot, tuple[int, dict[str, list[int]]]] = (
@@ -192,6 +190,8 @@ def search(
         return keyword_only("keyword")
     if vecs is None or pending is None:
         return keyword_only("keyword-fallback", note)
+    # Before waiting for the query vector: it needs only the keyword candidates' texts.
+    verbatim = mode != "semantic" and head_quotes_query(parsed, snap, texts)
     try:
         query_vector = pending.result()
     except QueryEmbeddingError as exc:
@@ -202,7 +202,6 @@ def search(
             engine, query, snap, fuse(parsed, snap, [], semantic_hits, engine.config)
         )
         return respond(engine, query, "semantic", top_k, snap, ranked[:top_k], rerank_note)
-    verbatim = head_quotes_query(parsed, snap, texts)
     fused, rerank_note = external_rerank(
         engine,
         query,
@@ -237,7 +236,7 @@ def keyword_candidates(
     if not terms or not len(snap.docs):
         return None, []
     scores = snap.enriched_scores(terms, term_ids, FieldWeights(), mask, term_weights, id_weights)
-    return scores, [Hit(d, s) for d, s in top_hits(scores, pool)]
+    return scores, top_hits(scores, pool)
 
 
 def relation_candidates(
