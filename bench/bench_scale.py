@@ -47,9 +47,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from codebase_index.backends import sparse
-from codebase_index.backends.base import ChunkPayload, RepoInfo, point_id
+from codebase_index.backends.base import RepoInfo, point_id
 from codebase_index.backends.federated import parse_query
-from codebase_index.backends.publish import _sparse_of
+from codebase_index.backends.publish import _sparse_of, chunk_payload
 from codebase_index.backends.qdrant import INDEXED_KEYS, QdrantBackend, point_payload
 from codebase_index.config import Config
 from codebase_index.search import Filters
@@ -144,21 +144,9 @@ class Corpus:
 
 
 def local_side(corpus: Corpus, rows: list[tuple], texts: list[str]) -> tuple[list, list]:
-    """What `publish` builds per chunk: the payload struct and the sparse vector (`_sparse_of`)."""
+    """What `publish` builds per chunk: the payload (`chunk_payload`) and the sparse vector (`_sparse_of`)."""
     chunks = [
-        ChunkPayload(
-            repo=corpus.repo_of(r[0]),
-            path=r[1],
-            start_line=r[3],
-            end_line=r[4],
-            kind=r[5],
-            symbol=r[6],
-            language=r[2],
-            content_hash=r[10],
-            text=text,
-            branches=("main",),
-        )
-        for r, text in zip(rows, texts, strict=True)
+        chunk_payload(r, corpus.repo_of(r[0]), text, ("main",)) for r, text in zip(rows, texts, strict=True)
     ]
     return chunks, [_sparse_of(r, corpus.hashes) for r in rows]
 

@@ -51,6 +51,23 @@ def _term_hashes(engine: Engine) -> np.ndarray:
     return out
 
 
+def chunk_payload(row: tuple, repo: str, text: str, branches: tuple[str, ...]) -> ChunkPayload:
+    """The payload of one chunk row as `publish` reads it from the store (id, path, language, start and
+    end line, kind, symbol, n_tokens, term ids, term frequencies, chunk hash)."""
+    return ChunkPayload(
+        repo=repo,
+        path=row[1],
+        start_line=row[3],
+        end_line=row[4],
+        kind=row[5],
+        symbol=row[6],
+        language=row[2],
+        content_hash=row[10],
+        text=text,
+        branches=branches,
+    )
+
+
 def publish(
     engine: Engine,
     backend: QdrantBackend,
@@ -98,21 +115,7 @@ def publish(
         texts = _texts(engine, [r[0] for r in batch])
         vectors = _vectors(engine, batch, model, dims)
         without_vector += sum(v is None for v in vectors)
-        chunks = [
-            ChunkPayload(
-                repo=repo,
-                path=r[1],
-                start_line=r[3],
-                end_line=r[4],
-                kind=r[5],
-                symbol=r[6],
-                language=r[2],
-                content_hash=r[10],
-                text=texts.get(r[0], ""),
-                branches=(branch,),
-            )
-            for r in batch
-        ]
+        chunks = [chunk_payload(r, repo, texts.get(r[0], ""), (branch,)) for r in batch]
         sparse_vectors = [_sparse_of(r, hashes) for r in batch]
         backend.upsert(chunks, vectors, sparse_vectors)
         if progress is not None:
