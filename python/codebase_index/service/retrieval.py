@@ -164,27 +164,38 @@ def search(
     exact = exact_docs(parsed, literal, texts)
     spans = verbatim_spans(parsed, {**texts, **literal.texts}.items()) if may_hold_message(parsed) else {}
 
+    def answer(
+        strategy: str,
+        keyword: Sequence[Hit],
+        semantic: Sequence[Hit],
+        note: str = "",
+        scores: np.ndarray | None = None,
+        verbatim: bool = False,
+    ) -> SearchResponse:
+        """Fuse and rank the candidates (semantic mode: the vectors alone, no keyword-side evidence), let
+        a configured reranker reorder the head, and format the top `top_k`."""
+        keyed = strategy != "semantic"
+        fused = fuse(
+            parsed,
+            snap,
+            keyword,
+            semantic,
+            engine.config,
+            scores,
+            verbatim,
+            relation=relation if keyed else (),
+            exact=exact if keyed else (),
+            spans=spans if keyed else None,
+            literal=literal if keyed else NO_EVIDENCE,
+        )
+        ranked, rerank_note = external_rerank(engine, query, snap, fused)
+        return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
+
     def keyword_only(strategy: str, note: str = "") -> SearchResponse:
         hits = keyword_hits
         if mode == "semantic":  # a semantic search whose query could not be embedded
             hits = keyword_candidates(engine, parsed, snap, mask, pool)[1]
-        ranked, rerank_note = external_rerank(
-            engine,
-            query,
-            snap,
-            fuse(
-                parsed,
-                snap,
-                hits,
-                [],
-                engine.config,
-                relation=relation,
-                exact=exact,
-                spans=spans,
-                literal=literal,
-            ),
-        )
-        return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
+        return answer(strategy, hits, [], note)
 
     if mode == "keyword":
         return keyword_only("keyword")
@@ -198,30 +209,9 @@ def search(
         return keyword_only("keyword-fallback", str(exc))
     semantic_hits = vecs.semantic_hits(query_vector, pool, mask)
     if mode == "semantic":
-        ranked, rerank_note = external_rerank(
-            engine, query, snap, fuse(parsed, snap, [], semantic_hits, engine.config)
-        )
-        return respond(engine, query, "semantic", top_k, snap, ranked[:top_k], rerank_note)
-    fused, rerank_note = external_rerank(
-        engine,
-        query,
-        snap,
-        fuse(
-            parsed,
-            snap,
-            keyword_hits,
-            semantic_hits,
-            engine.config,
-            keyword_scores,
-            verbatim,
-            relation=relation,
-            exact=exact,
-            spans=spans,
-            literal=literal,
-        ),
-    )
+        return answer("semantic", [], semantic_hits)
     strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
-    return respond(engine, query, strategy, top_k, snap, fused[:top_k], rerank_note)
+    return answer(strategy, keyword_hits, semantic_hits, scores=keyword_scores, verbatim=verbatim)
 
 
 def keyword_candidates(
