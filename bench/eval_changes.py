@@ -11,7 +11,11 @@ Systems (each run writes {repo: [[path, ...] per query]} to --out):
 Scoring (`score RUN.json ...`): file-level MRR@10, Hit@1, Recall@10 (share of the commit's files among
 the first 10 distinct files) and nDCG@10, mean over queries, per language and overall.
 
+Hybrid needs the snapshots' vectors: `embed` embeds every cd-* catalog of each changes-index in one job
+(no checkouts; contents shared between snapshots embed once) with the configured provider.
+
 Usage:
+    python bench/eval_changes.py embed [--repo NAME ...]
     python bench/eval_changes.py run --system ours-hybrid --out /tmp/ours-hybrid.json
     SEMBLE_MODEL_NAME=... semble-venv/bin/python bench/eval_changes.py run --system semble --out s.json
     python bench/eval_changes.py score /tmp/ours-hybrid.json /tmp/bm25.json s.json
@@ -85,8 +89,8 @@ def bm25_files(root: Path, query: str, k1: float = 1.2, b: float = 0.75) -> list
     avg = sum(sum(c.values()) for c in docs.values()) / len(docs)
     terms = set(tokens(query))
     df = {t: sum(1 for c in docs.values() if t in c) for t in terms}
-    scores = {}
-    for path, counts in docs.items():
+    scores: dict[str, float] = {}
+    for name, counts in docs.items():
         length = sum(counts.values())
         s = 0.0
         for t in terms:
@@ -95,7 +99,7 @@ def bm25_files(root: Path, query: str, k1: float = 1.2, b: float = 0.75) -> list
                 idf = math.log(1 + (len(docs) - df[t] + 0.5) / (df[t] + 0.5))
                 s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avg))
         if s > 0:
-            scores[path] = s
+            scores[name] = s
     return sorted(scores, key=lambda p: (-scores[p], p))[:10]
 
 
@@ -106,6 +110,7 @@ def run(system: str, train: Path, only: list[str] | None) -> dict[str, list[list
             continue
         t0 = time.perf_counter()
         ranked: list[list[str]] = []
+        strategies: Counter[str] = Counter()
         if system.startswith("ours-"):
             from codebase_index.service import Engine
 
@@ -118,6 +123,8 @@ def run(system: str, train: Path, only: list[str] | None) -> dict[str, list[list
                     response = engine.search(q["query"], top_k=CHUNKS, mode=mode)
                 finally:
                     engine.close()
+                # What actually ran: a hybrid run without vectors answers keyword-fallback/hybrid-partial.
+                strategies[response.strategy] += 1
                 ranked.append(_files_of([r.path for r in response.results]))
         else:
             for q in queries:
@@ -135,8 +142,57 @@ def run(system: str, train: Path, only: list[str] | None) -> dict[str, list[list
                     else:
                         raise SystemExit(f"unknown system {system}")
         out[repo] = ranked
-        print(f"{system} {repo}: {len(queries)} queries in {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+        ran = f" strategies {dict(strategies)}" if strategies else ""
+        print(
+            f"{system} {repo}: {len(queries)} queries in {time.perf_counter() - t0:.0f}s{ran}",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
+
+
+def embed(train: Path, only: list[str] | None) -> None:
+    """Embed the cd-* catalogs (the parent snapshots) of each eval repository's changes-index and sync its
+    ANN index, as `Engine.embed` does for one branch."""
+    from codebase_index.embedder import EmbeddingJob
+    from codebase_index.service import Engine
+    from codebase_index.vectors import AnnIndex
+
+    for repo, base, queries in eval_sets(train):
+        if only and repo not in only:
+            continue
+        engine = Engine(base / "changes", index_path=base / "changes-index")
+        try:
+            provider = engine.embedding_provider()
+            if provider is None:
+                raise SystemExit(f"no embedding provider: {engine.embedding_error()}")
+            catalogs = sorted({q["branch"] for q in queries})
+            t0 = time.perf_counter()
+            shown = [t0]
+
+            def progress(
+                done: int, total: int, t0: float = t0, shown: list[float] = shown, repo: str = repo
+            ) -> None:
+                now = time.perf_counter()
+                if now - shown[0] >= 60 or done == total:
+                    shown[0] = now
+                    rate = done / max(now - t0, 1e-9)
+                    print(f"  {repo}: {done}/{total} ({rate:.1f}/s)", file=sys.stderr, flush=True)
+
+            report = EmbeddingJob(engine.index_dir, catalogs, provider).run(progress)
+            count = engine.store.conn.execute(
+                "SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (provider.model_id,)
+            ).fetchone()[0]
+            if count >= engine.ann_threshold():
+                AnnIndex.sync(engine.store, engine.index_dir, provider.model_id, provider.dimensions)
+            print(
+                f"embed {repo}: {report.embedded} embedded, {report.failed} failed, {report.pending} pending,"
+                f" {count} vectors of {provider.model_id} in {time.perf_counter() - t0:.0f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+        finally:
+            engine.close()
 
 
 def _rel(hit: Any, root: Path) -> str:
@@ -181,12 +237,17 @@ def main() -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--train", type=Path, default=DEFAULT_TRAIN)
     p.add_argument("--repo", action="append")
+    e = sub.add_parser("embed")
+    e.add_argument("--train", type=Path, default=DEFAULT_TRAIN)
+    e.add_argument("--repo", action="append")
     s = sub.add_parser("score")
     s.add_argument("runs", type=Path, nargs="+")
     s.add_argument("--train", type=Path, default=DEFAULT_TRAIN)
     args = parser.parse_args()
     if args.cmd == "run":
         args.out.write_text(json.dumps(run(args.system, args.train, args.repo)))
+    elif args.cmd == "embed":
+        embed(args.train, args.repo)
     else:
         score(args.runs, args.train)
     return 0
