@@ -820,6 +820,63 @@ def test_parse_query_names_the_style(query: str, style: str) -> None:
     assert parse_query(query).style == style
 
 
+# Behaviour descriptions that hold a message's punctuation or words (backticks, apostrophes, quoted
+# names, "does not", "already", "unknown") and pasted errors with and without the marks of program output.
+_DESCRIPTIONS = (
+    "Returns true if `self` is an inline table",
+    "Yield the items from the iterable that haven't been seen yet",
+    "Compute a polynomial's coefficients from its roots",
+    "An owning iterator over a `Map`'s entries",
+    "Adds a handler to the registry if the key does not already exist",
+    "Raised when the specified algorithm is not recognized by the decoder",
+    "consumes a hexadecimal integer after seeing the '0x' prefix",
+    "Decodes an unknown data type into a specific reflection value",
+    ":param str name: the name of the column, missing columns are skipped",
+    # Change descriptions (commit subjects) name what was done.
+    "Fix invalid header characters being accepted by the parser",
+    "IO-892: Add a maximum traversal depth to the observer",
+)
+_ERRORS = (
+    "n must be at least 1",
+    "cannot squash non-struct type 'value'",
+    "Invalid referrer policy: value",
+    "response didn't finish yet",
+    "Indices must be non-negative",
+    "Test class cannot be null",
+    "ValueError: window size should be positive",
+    "Traceback (most recent call last): ... KeyError: 'port'",
+    "panic: assignment to entry in nil map",
+    "Error: result must be a pointer (exit status 1)",
+    "seeing this in the logs: connection reset by peer",
+    'it fails with "unsupported compression method", how do I fix this',
+    "read more than %d bytes into the buffer",
+    "thread 'main' panicked at src/parse.rs:42:9",
+)
+
+
+@pytest.mark.parametrize("query", _DESCRIPTIONS)
+def test_descriptions_with_message_words_are_not_pasted_errors(query: str) -> None:
+    parsed = parse_query(query)
+    assert parsed.style == "description"
+    assert not parsed.error_like and not parsed.literal
+    # A description's words are searched with their inflections; a pasted message's only as typed.
+    assert INFLECTION_WEIGHT in parsed.term_weights
+
+
+@pytest.mark.parametrize("query", _ERRORS)
+def test_pasted_errors_are_errors(query: str) -> None:
+    parsed = parse_query(query)
+    assert parsed.style == "error"
+    assert parsed.error_like and parsed.literal
+    assert set(parsed.term_weights) == {1.0}
+    assert identifier_keyword_weight(parsed, 0.5) == 1.0
+
+
+def test_a_question_about_an_error_is_a_description() -> None:
+    assert parse_query("why does the decoder fail with an invalid header").style == "description"
+    assert parse_query("where are unknown flags rejected").style == "description"
+
+
 def test_parse_query_reads_literals_and_relations_once() -> None:
     parsed = parse_query('where is `parse_config` used in "config/loader.py"')
     assert parsed.quoted == ("parse_config", "config/loader.py")

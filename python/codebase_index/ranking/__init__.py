@@ -1,6 +1,7 @@
 """Ranking: the stages between the retrievers and the formatted answer.
 
 query     parse the query once into a typed `ParsedQuery` (style, literals, keyword terms)
+style     which kind of text the query is (identifier, snippet, pasted error, description...)
 fusion    the retrievers' candidate lists into one first-stage order
 features  what a candidate's definition, name, path and file say about the query
 model     the scoring function over those features, then diversification

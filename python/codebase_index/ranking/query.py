@@ -16,6 +16,17 @@ from dataclasses import dataclass
 from ..bm25 import QUERY_STOP_WORDS, inflections, stem, tokenize
 from ..search import query_terms
 from .literals import Literal, literal_fragments
+from .style import (
+    ERROR_WORDS,
+    QUESTION_START,
+    classify,
+    code_shape,
+    error_shape,
+    message_phrasing,
+    relation_of,
+)
+from .style import STYLES as STYLES  # re-exported: the style is read with the parsed query
+from .style import Relation as Relation
 
 # Extra words that carry no intent in a natural-language code question ("how does X work").
 _QUESTION_WORDS = frozenset(
@@ -62,68 +73,6 @@ _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tuto
 _EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "sample", "samples"})
 
 
-# Pasted code: punctuation natural-language questions do not use (a qualified `Foo::bar` is an identifier).
-_CODE_SYNTAX = re.compile(r"[(){};=\[\]]|:=|=>|->|\n")
-# Pasted error messages: the phrasing of runtime errors, quoted names, `%` verbs, "key: value".
-_ERROR_SHAPE = re.compile(
-    r"\b(cannot|can't|could not|couldn't|invalid|must|expected|unexpected|failed|unsupported|missing"
-    r"|unknown|required|not allowed|not found|no such|does not|doesn't|already|not supported|not defined"
-    r"|undefined|illegal|too many|too few|out of range|should be|is not|are not)\b|[`'\"%]|\w: ",
-    re.IGNORECASE,
-)
-
-
-# Words that name a failure: a question or note around a pasted message ("why does it fail with X",
-# "exception X in the logs") carries one, a plain description of behaviour rarely does.
-_ERROR_WORDS = re.compile(
-    r"\b(errors?|exceptions?|fail(s|ed|ing|ure)?|panic(s|ked)?|traceback|raised?|throw(s|n)?|crash(es|ed)?)\b",
-    re.IGNORECASE,
-)
-
-
-# A question or a how-to ("how tasks that are not Send run", "where is X validated") describes code, even
-# when it uses error words; pasted messages do not open like that.
-_QUESTION_START = re.compile(r"\s*(how|what|where|why|which|when|who|does|do|is|are|can)\b", re.IGNORECASE)
-
-
-# Query styles `parse_query` names (`ParsedQuery.style`): each fits some signals and not others, so the
-# style is a feature of the scorer and a key of every quality report.
-STYLES = ("identifier", "path", "snippet", "error", "relation", "description", "phrase")
-
-# Relation questions: (pattern, relation). The named symbol is group "name"; "callers" wants the
-# functions that call it, "callees" what it calls, "references" where it is used.
-_NAME = r"[`'\"]?(?P<name>[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*)[`'\"]?(?:\(\))?"
-_END = r"\s*\??\s*$"
-_RELATIONS = (
-    (
-        re.compile(
-            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+(?:calls?|invokes?)|(?:find\s+|list\s+|show\s+)?"
-            r"(?:the\s+|all\s+)?callers\s+(?:of|for))\s+" + _NAME + _END,
-            re.IGNORECASE,
-        ),
-        "callers",
-    ),
-    (
-        re.compile(r"^\s*where\s+(?:is|are)\s+" + _NAME + r"\s+(?:called|invoked)(?:\s+from)?" + _END, re.I),
-        "callers",
-    ),
-    (
-        re.compile(r"^\s*(?:what|which(?:\s+\w+){0,2}?)\s+(?:does|do)\s+" + _NAME + r"\s+call" + _END, re.I),
-        "callees",
-    ),
-    (
-        re.compile(
-            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+uses|(?:find\s+|list\s+|show\s+)?(?:all\s+)?"
-            r"(?:usages?|references?|uses)\s+(?:of|to))\s+" + _NAME + _END,
-            re.IGNORECASE,
-        ),
-        "references",
-    ),
-    (
-        re.compile(r"^\s*where\s+(?:is|are)\s+" + _NAME + r"\s+(?:used|referenced)" + _END, re.I),
-        "references",
-    ),
-)
 _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^']{2,})'")
 _PATH_WORD = re.compile(r"^[\w.\-]*[\w\-]/[\w./\-]+$|^[\w\-]+\.(?:[a-z]{1,4})$")
 # Words that do not make a run of the query a quotation on their own ("it fail with", "when the").
@@ -133,15 +82,6 @@ _FILLER = (
     | {"a", "an", "and", "or", "the", "of", "to", "in", "on", "for", "from", "by", "as", "at", "into", "its"}
     | {"it", "is", "be", "this", "that", "with", "when", "after", "get", "getting", "fail", "i", "my", "we"}
 )
-_DESCRIPTION_WORDS = 6  # content words from which a plain-words query is a description, not a phrase
-
-
-@dataclass(frozen=True)
-class Relation:
-    """A relation question: which `kind` ("callers", "callees", "references") of symbol `name`."""
-
-    kind: str
-    name: str
 
 
 @dataclass(frozen=True)
@@ -157,18 +97,18 @@ class ParsedQuery:
     wants_tests: bool
     wants_docs: bool
     wants_examples: bool
-    code_like: bool = False  # pasted code: brackets, `=`, `;`, `=>`, several lines
-    error_like: bool = False  # pasted error message: error phrasing, quotes, `key: value`
+    code_like: bool = False  # pasted code (`style.code_shape`): brackets, `=`, `;`, `=>`, several lines
+    error_like: bool = False  # pasted error or log line, not a question (`style.error_shape`)
     compounds: tuple[tuple[str, frozenset[str]], ...] = ()  # see `_compounds`
     style: str = "phrase"  # one of `STYLES`
     quoted: tuple[str, ...] = ()  # text in quotes or backticks, as typed
     paths: tuple[str, ...] = ()  # words that look like file paths
     relation: Relation | None = None  # set for relation questions ("who calls X")
-    question: bool = False  # opens like a question or a how-to (`_QUESTION_START`)
+    question: bool = False  # opens like a question or a how-to (`style.QUESTION_START`)
     terms: tuple[str, ...] = ()  # the keyword retriever's terms (`keyword_query`)
     term_weights: tuple[float, ...] = ()
     plain_words: tuple[str, ...] = ()  # words as written, for the verbatim check (`quotes_query`)
-    mentions_error: bool = False  # error phrasing or words anywhere, even in a question around a message
+    mentions_error: bool = False  # message words or failure words anywhere, even in a question
     literals: tuple[Literal, ...] = ()  # what the exact-literal retriever looks up (`literals`)
 
     @property
@@ -210,18 +150,18 @@ def parse_query(query: str) -> ParsedQuery:
     )
     stems = frozenset(stem(w) for w in words)
     lowered = set(tokenize(query))
-    code_like = bool(_CODE_SYNTAX.search(query.strip()))
-    question = bool(_QUESTION_START.match(query))
-    error_like = bool(_ERROR_SHAPE.search(query)) and not question
+    code_like = code_shape(query)
+    question = bool(QUESTION_START.match(query))
+    error_like = error_shape(query) and not question
     symbol_query = single
     literal = symbol_query or code_like or error_like
     terms, term_weights = _keyword_terms(query, literal)
     quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(query))
     paths = tuple(w.strip("`'\",;:()") for w in raw_words if _PATH_WORD.match(w.strip("`'\",;:()")))
-    relation = _relation(query)
-    style = _style(relation, paths, raw_words, symbol_query, code_like, error_like, question, words)
+    relation = relation_of(query)
+    style = classify(relation, paths, raw_words, symbol_query, code_like, error_like, question, words)
     plain_words = tuple(_plain_words(query))
-    mentions_error = error_like or bool(_ERROR_SHAPE.search(query) or _ERROR_WORDS.search(query))
+    mentions_error = error_like or message_phrasing(query) or bool(ERROR_WORDS.search(query))
     literals = literal_fragments(
         query,
         quotation=code_like or error_like,
@@ -273,7 +213,7 @@ def _message_start(raw_words: Sequence[str], style: str, mentions_error: bool) -
         return None
     for i, word in enumerate(raw_words[:-1]):
         bare = word.strip("`'\",;.!?")
-        if not _ERROR_WORDS.fullmatch(bare.rstrip(":")):
+        if not ERROR_WORDS.fullmatch(bare.rstrip(":")):
             continue
         if bare.endswith(":"):
             return i + 1
@@ -284,51 +224,6 @@ def _message_start(raw_words: Sequence[str], style: str, mentions_error: bool) -
 
 # Words after a failure word that introduce the message itself ("fails with", "errors saying").
 _MESSAGE_CONNECTORS = frozenset({"with", "saying", "says", "like", "that"})
-
-
-def _relation(query: str) -> Relation | None:
-    """The relation question the query asks, if it is one ("who calls parse_config", "where is X used").
-
-    >>> _relation("who calls refresh_token?")
-    Relation(kind='callers', name='refresh_token')
-    >>> _relation("which function calls `Session.send`")
-    Relation(kind='callers', name='Session.send')
-    >>> _relation("where is parseConfig used"), _relation("where is the config parsed")
-    (Relation(kind='references', name='parseConfig'), None)
-    >>> _relation("what does handle_request call")
-    Relation(kind='callees', name='handle_request')
-    """
-    for pattern, kind in _RELATIONS:
-        m = pattern.match(query)
-        if m is not None:
-            return Relation(kind, m.group("name"))
-    return None
-
-
-def _style(
-    relation: Relation | None,
-    paths: tuple[str, ...],
-    raw_words: Sequence[str],
-    symbol_query: bool,
-    code_like: bool,
-    error_like: bool,
-    question: bool,
-    words: Sequence[str],
-) -> str:
-    """The query's style (one of `STYLES`), most specific first."""
-    if relation is not None:
-        return "relation"
-    if len(raw_words) == 1 and paths:
-        return "path"
-    if symbol_query:
-        return "identifier"
-    if code_like:
-        return "snippet"
-    if error_like:
-        return "error"
-    if question or len(words) >= _DESCRIPTION_WORDS:
-        return "description"
-    return "phrase"
 
 
 def _compounds(words: Sequence[str]) -> tuple[tuple[str, frozenset[str]], ...]:
@@ -362,7 +257,7 @@ _TEST_STEMS = frozenset(stem(w) for w in _TEST_WORDS)
 # message is found by its words at the raising site; the sentence model scores other messages about
 # the same subject close to it. Validation errors 0.871 -> 0.882 (hybrid MEAN 0.933 -> 0.937, keyword
 # mode 0.908), benchmark unchanged; 0.9 gave 0.876. Safe since questions are never error-like (see
-# `_QUESTION_START`).
+# `style.QUESTION_START`).
 SYMBOL_KEYWORD_WEIGHT = 0.8
 CODE_KEYWORD_WEIGHT = 0.85
 ERROR_KEYWORD_WEIGHT = 1.0
