@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from tree_sitter import Node, Parser, Tree
 from tree_sitter_language_pack import get_parser
 
-from codebase_index.chunking.languages import CodeSpec, Def, node_text
+from codebase_index.chunking.languages import CodeSpec
+from codebase_index.chunking.resolvers import Def, node_text
 from codebase_index.chunking.text import Piece, block_splits, materialize
 from codebase_index.models import ChunkSpan
 

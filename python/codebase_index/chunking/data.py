@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from tree_sitter import Node
 
 from codebase_index.chunking.code import parse_source, parser_for
-from codebase_index.chunking.languages import node_text
+from codebase_index.chunking.resolvers import node_text
 from codebase_index.chunking.text import Piece, chunk_windows, materialize
 from codebase_index.models import ChunkSpan
 
