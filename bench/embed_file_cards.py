@@ -30,7 +30,7 @@ def _words(name: str) -> str:
     expiration` (MiniLM reads words better than identifiers)."""
     import re
 
-    from codebase_index.bm25 import split_identifier
+    from codebase_index.tokens import split_identifier
 
     out: list[str] = []
     for word in re.findall(

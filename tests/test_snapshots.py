@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codebase_index.bm25 import Vocabulary, tokenize
+from codebase_index.bm25 import Vocabulary
 from codebase_index.search import DocRow, FieldWeights, Filters, KeywordSnapshot
 from codebase_index.service import Engine
+from codebase_index.tokens import tokenize
 from provider_server import serve
 from test_vectors import remote_config
 

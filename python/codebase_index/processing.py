@@ -18,12 +18,12 @@ import msgspec
 from tree_sitter import Tree
 
 from . import isolate
-from .bm25 import tokenize
 from .chunking import chunk_text
 from .graph import language_spec
 from .graph.extract import extract_rows
 from .graph.store import EncodedGraph, encode_rows
 from .store import ChunkRecord
+from .tokens import tokenize
 
 log = logging.getLogger("codebase_index.indexer")  # the index run's log, as before the module split
 

@@ -13,7 +13,8 @@ from typing import NamedTuple
 import msgspec
 import numpy as np
 
-from .bm25 import PostingsIndex, _rank, tokenize, tokenize_query
+from .bm25 import PostingsIndex, _rank
+from .tokens import tokenize, tokenize_query
 
 
 class Filters(msgspec.Struct, frozen=True):

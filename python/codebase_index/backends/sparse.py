@@ -1,6 +1,6 @@
 """The sparse BM25 vector of a chunk, shared by the local multi-repository search and Qdrant.
 
-A chunk's sparse vector holds, per term of OUR code-aware tokenizer (`bm25.tokenize`, as the local index
+A chunk's sparse vector holds, per term of OUR code-aware tokenizer (`tokens.tokenize`, as the local index
 stores it), the BM25 term-frequency part `tf (k1 + 1) / (tf + k1 (1 - b + b len / L))`; the corpus part,
 the IDF, is supplied at query time: by Qdrant's `idf` modifier over the collection, or by
 `union_idf` over the repositories a local search covers (same formula, `bm25.idf`). A query is the
@@ -71,7 +71,7 @@ def field_terms(symbol: str, path: str) -> list[str]:
 
 @functools.lru_cache(maxsize=1 << 14)
 def _symbol_terms(symbol: str) -> list[str]:
-    from ..bm25 import tokenize
+    from ..tokens import tokenize
 
     return tokenize(symbol)
 

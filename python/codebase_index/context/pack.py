@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from ..bm25 import stem, tokenize
+from ..tokens import stem, tokenize
 
 # Only the best pieces are shown in full, and only while one costs at most this share of the budget: a
 # pack of one long function answers less than the signatures and matching lines of four.
