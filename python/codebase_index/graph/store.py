@@ -5,7 +5,8 @@ content is never re-extracted and branches share it. Resolved call edges belong 
 refreshed incrementally after each index run: only files whose references or imports mention a name
 that the changed files define (or defined) are re-resolved; the rest of the branch keeps its edges.
 
-The tables are created by the `_v1` script in `codebase_index.store`; this module only reads and writes.
+The tables are created by the `_v1` script in `codebase_index.store`; this module writes them and reads what
+the refresh needs; the tool queries are in `graph/reads.py`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 import msgspec
 
 from .extract import FileRows, python_module, rust_module
+from .reads import DefinitionRow, EdgeRow, GraphReads
 from .records import MODULE_CALLER, Definition, Edge, FileGraph, ImportBinding, Reference
 from .resolve import resolve_with_stats
 
@@ -42,36 +44,6 @@ class EdgeRefresh(msgspec.Struct):
     edges: int
     edges_written: int
     seconds: float
-
-
-class DefinitionRow(msgspec.Struct, frozen=True):
-    """A definition as stored on one branch; `symbol_id` is `path#qualified`."""
-
-    name: str
-    qualified: str
-    kind: str
-    path: str
-    start_line: int
-    end_line: int
-    language: str
-
-    @property
-    def symbol_id(self) -> str:
-        return f"{self.path}#{self.qualified}"
-
-
-class EdgeRow(msgspec.Struct, frozen=True):
-    """A stored call edge: call site (caller, caller_path, line) -> callee definition."""
-
-    caller: str
-    caller_path: str
-    caller_line: int
-    line: int
-    callee: str
-    callee_path: str
-    callee_line: int
-    confidence: str
-    candidates: int
 
 
 def _package(language: str, path: str, stored: str | None) -> str | None:
@@ -176,8 +148,10 @@ def encode_rows(rows: FileRows) -> EncodedGraph:
     )
 
 
-class GraphStore:
-    """Reads and writes the graph tables over an open index connection (the caller owns transactions)."""
+class GraphStore(GraphReads):
+    """Reads and writes the graph tables over an open index connection (the caller owns transactions).
+
+    The queries the graph tools run come from `GraphReads` (graph/reads.py); this class fills the tables."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -591,27 +565,6 @@ class GraphStore:
         )
         return len(resolved) + len(sites)
 
-    def name_sites_into(self, branch: str, name: str, member: bool) -> list[EdgeRow]:
-        """Call sites matched to `name` by name only (receiver of unknown type, no import to follow)."""
-        rows = self.conn.execute(
-            """SELECT caller, caller_path, caller_line, line, name, candidates FROM graph_name_sites
-               WHERE branch = ? AND name = ? AND member = ?""",
-            (branch, name, int(member)),
-        )
-        # Sorted here: an ORDER BY makes SQLite walk another index over the whole branch to skip a sort.
-        out = [EdgeRow(c, cp, cl, ln, n, "", 0, "name", k) for c, cp, cl, ln, n, k in rows]
-        return sorted(out, key=lambda e: (e.caller_path, e.line))
-
-    def name_sites_out_of(self, branch: str, path: str, qualified: str) -> list[tuple[EdgeRow, bool]]:
-        """Name-only call sites inside one definition, with whether each is a member call."""
-        rows = self.conn.execute(
-            """SELECT caller, caller_path, caller_line, line, name, candidates, member FROM graph_name_sites
-               WHERE branch = ? AND caller_path = ? AND caller = ?""",
-            (branch, path, qualified),
-        )
-        out = [(EdgeRow(c, cp, cl, ln, n, "", 0, "name", k), bool(m)) for c, cp, cl, ln, n, k, m in rows]
-        return sorted(out, key=lambda pair: pair[0].line)
-
     def _count(self, branch: str) -> int:
         return int(
             self.conn.execute("SELECT COUNT(*) FROM graph_edges WHERE branch=?", (branch,)).fetchone()[0]
@@ -622,83 +575,6 @@ class GraphStore:
         self.conn.execute("DELETE FROM graph_name_sites WHERE branch=?", (branch,))
         self.conn.execute("DELETE FROM graph_state WHERE branch=?", (branch,))
         self.conn.execute("DELETE FROM graph_dirty WHERE branch=?", (branch,))
-
-    # -- queries ------------------------------------------------------------------------------------
-
-    def definitions(self, branch: str, name: str, *, limit: int = 200) -> list[DefinitionRow]:
-        """Definitions on `branch` named `name`, or with that qualified name when it is dotted
-        (`Foo.bar`, `Foo::bar`), or the one `path#qualified` symbol id."""
-        # CROSS JOIN makes SQLite start from the name index, not from every file of the branch.
-        base = """SELECT d.name, d.qualified, d.kind, f.path, d.start_line, d.end_line, f.language
-                  FROM graph_defs d CROSS JOIN files f ON f.content_key = d.content_key
-                  WHERE f.branch = ?"""
-        if "#" in name:
-            path, _, qualified = name.rpartition("#")
-            rows = self.conn.execute(
-                f"{base} AND f.path = ? AND d.qualified = ? LIMIT ?", (branch, path, qualified, limit)
-            )
-        else:
-            qualified = name.replace("::", ".")
-            last = qualified.rsplit(".", 1)[-1]
-            if "." in qualified:
-                rows = self.conn.execute(
-                    f"{base} AND d.name = ? AND (d.qualified = ? OR d.qualified LIKE ? ESCAPE '\\') LIMIT ?",
-                    (branch, last, qualified, "%." + _like_escape(qualified), limit),
-                )
-            else:
-                rows = self.conn.execute(f"{base} AND d.name = ? LIMIT ?", (branch, last, limit))
-        return [DefinitionRow(*r) for r in rows]
-
-    def definitions_in(self, branch: str, path: str) -> list[DefinitionRow]:
-        """Every definition of one file on `branch`, in line order."""
-        rows = self.conn.execute(
-            """SELECT d.name, d.qualified, d.kind, f.path, d.start_line, d.end_line, f.language
-               FROM files f JOIN graph_defs d ON d.content_key = f.content_key
-               WHERE f.branch = ? AND f.path = ? ORDER BY d.start_line""",
-            (branch, path),
-        )
-        return [DefinitionRow(*r) for r in rows]
-
-    def edges_into(self, branch: str, path: str, qualified: str) -> list[EdgeRow]:
-        return self._edges("callee_path = ? AND callee = ?", (branch, path, qualified))
-
-    def edges_out_of(self, branch: str, path: str, qualified: str) -> list[EdgeRow]:
-        return self._edges("caller_path = ? AND caller = ?", (branch, path, qualified))
-
-    def _edges(self, where: str, args: tuple[str, ...]) -> list[EdgeRow]:
-        rows = self.conn.execute(
-            f"""SELECT caller, caller_path, caller_line, line, callee, callee_path, callee_line, confidence,
-                       candidates FROM graph_edges WHERE branch = ? AND {where}""",
-            args,
-        )
-        # Sorted here: an ORDER BY makes SQLite walk another index over the whole branch to skip a sort.
-        return sorted(
-            (EdgeRow(*r) for r in rows), key=lambda e: (e.caller_path, e.line, e.callee_path, e.callee)
-        )
-
-    def counts(self, branch: str) -> dict[str, int]:
-        defs = self.conn.execute(
-            """SELECT COUNT(*) FROM files f JOIN graph_defs d ON d.content_key = f.content_key
-               WHERE f.branch=?""",
-            (branch,),
-        ).fetchone()[0]
-        by_conf = dict(
-            self.conn.execute(
-                "SELECT confidence, COUNT(*) FROM graph_edges WHERE branch=? GROUP BY confidence", (branch,)
-            ).fetchall()
-        )
-        sites = self.conn.execute(
-            "SELECT COUNT(*) FROM graph_name_sites WHERE branch=?", (branch,)
-        ).fetchone()
-        return {
-            "definitions": int(defs),
-            **{f"edges_{k}": int(v) for k, v in by_conf.items()},
-            "name_only_sites": int(sites[0]),
-        }
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 __all__ = ["MODULE_CALLER", "DefinitionRow", "EdgeRefresh", "EdgeRow", "GraphStore"]
