@@ -23,7 +23,8 @@ from codebase_index.graph.store import GraphStore, encode_rows
 from codebase_index.graph.text import format_call_graph
 from codebase_index.processing import content_key
 from codebase_index.service import Engine, graph_reads
-from codebase_index.store import SCHEMA_VERSION, Store, _v3
+from codebase_index.store import SCHEMA_VERSION, Store
+from codebase_index.store_schema import _v3
 from test_graph_store import UTIL, edges, engine, full_edges, git, repo  # noqa: F401 (fixtures)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "graph"

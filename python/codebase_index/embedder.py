@@ -35,7 +35,8 @@ import numpy as np
 from .config import Config
 from .embeddings.base import EmbeddingError, EmbeddingProvider
 from .locks import file_lock
-from .store import EMBEDDING_TABLES, Store, StoreError
+from .store import Store, StoreError
+from .store_schema import EMBEDDING_TABLES
 
 if TYPE_CHECKING:
     from .embeddings.remote import RemoteEmbeddingSettings

@@ -5,8 +5,8 @@ content is never re-extracted and branches share it. Resolved call edges belong 
 refreshed incrementally after each index run: only files whose references or imports mention a name
 that the changed files define (or defined) are re-resolved; the rest of the branch keeps its edges.
 
-The tables are created by the `_v1` script in `codebase_index.store`; this module writes them and reads what
-the refresh needs; the tool queries are in `graph/reads.py`.
+The tables are created by the `_v1` script in `codebase_index.store_schema`; this module writes them and
+reads what the refresh needs; the tool queries are in `graph/reads.py`.
 """
 
 from __future__ import annotations
