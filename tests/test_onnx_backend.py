@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
+import time
 from pathlib import Path
 
 import msgspec
@@ -17,7 +20,13 @@ import pytest
 from codebase_index.config import Config
 from codebase_index.embeddings import EMBEDDED_MODEL_ID, EmbeddingError, create_embedded_provider
 from codebase_index.embeddings.minilm import MiniLMEmbedder, _read_json, default_model_dir
-from codebase_index.embeddings.onnx_backend import BUILDER_VERSION, OnnxEmbedder, model_key
+from codebase_index.embeddings.onnx_backend import (
+    BUILDER_VERSION,
+    OnnxEmbedder,
+    cached_int8_model,
+    model_key,
+    onnxruntime_version,
+)
 from codebase_index.service import Engine
 
 pytest.importorskip("onnxruntime")
@@ -102,6 +111,56 @@ def test_cache_key_follows_runtime_builder_and_weights(tmp_path: Path) -> None:
         os.symlink(model_dir / name, copy / name)
     assert model_key(copy, "1.32.0") != key  # another folder
     assert BUILDER_VERSION
+
+
+def test_a_killed_build_leaves_its_scratch_in_the_cache_and_the_next_build_removes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build SIGKILLed midway leaves its scratch folder beside the model, not in /tmp; the next build (under
+    the folder's lock) deletes it and the partial model, and a normal build leaves nothing but its output:
+    no scratch folder in the cache, nothing in the temporary directory."""
+    model_dir = default_model_dir()
+    root = tmp_path / "cache"
+    folder = root / "onnx" / f"{model_dir.name}-{model_key(model_dir, onnxruntime_version())}"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; "
+            "from codebase_index.embeddings.minilm import default_model_dir; "
+            "from codebase_index.embeddings.onnx_backend import cached_int8_model; "
+            "cached_int8_model(default_model_dir(), Path(sys.argv[1]))",
+            str(root),
+        ]
+    )
+    try:
+        deadline = time.monotonic() + 600  # a bound on a hang, not a speed check
+        while not list(folder.glob("build-*/fp32.onnx")):
+            assert child.poll() is None, f"the build ended (exit {child.returncode}) before it was killed"
+            assert time.monotonic() < deadline, "the build never wrote its scratch folder"
+            time.sleep(0.05)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    left = sorted(p.name for p in folder.glob("build-*"))
+    assert left, "the killed build left no scratch folder: the test no longer simulates a kill"
+    (folder / "model.999999.partial").write_bytes(b"half a model")  # as a kill during quantisation leaves
+
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))  # anything the build puts in "/tmp" lands here
+    path = cached_int8_model(model_dir, root)
+
+    assert path == folder / "model.int8.onnx" and path.stat().st_size > 0
+    assert sorted(p.name for p in folder.iterdir()) == ["build.lock", "fusions.json", "model.int8.onnx"]
+    assert list(private_tmp.iterdir()) == []
+
+    # A builder killed while it deleted its scratch (the model already in place): the next load removes it.
+    (folder / "build-killed").mkdir()
+    (folder / "build-killed" / "fused.onnx").write_bytes(b"stale")
+    stamp = path.stat().st_mtime_ns
+    assert cached_int8_model(model_dir, root) == path and path.stat().st_mtime_ns == stamp  # not rebuilt
+    assert sorted(p.name for p in folder.iterdir()) == ["build.lock", "fusions.json", "model.int8.onnx"]
 
 
 def test_int8_vectors_agree_with_fp32_on_real_code(

@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -49,6 +50,10 @@ BUILDER_VERSION = "2"
 # 18.1 / 0.992 / 0.996; per-tensor scales: cos median 0.94; reduce_range (7-bit) no better on AVX2.
 _QUANT_OPS = ("MatMul", "Attention")
 _FLOAT_LAYERS: tuple[int, ...] = (0,)
+# A build's scratch folder (the fp32 and fused graphs, ~250 MB) is made beside the model it builds, not in
+# /tmp: a build killed midway (a sidecar stopped while it warms up) leaves it in the model's cache folder,
+# where the next build, holding that folder's build lock, knows no one else uses it and deletes it.
+_SCRATCH_PREFIX = "build-"
 _log = logging.getLogger(__name__)
 
 
@@ -93,7 +98,8 @@ def _quiet_optimizer_logs() -> None:
 
 
 def build_int8_model(model_dir: Path, dest: Path) -> dict[str, int]:
-    """Writes the fused, int8-quantised graph to `dest`; returns the fused-operator counts."""
+    """Writes the fused, int8-quantised graph to `dest`; returns the fused-operator counts. The
+    intermediate graphs live in a scratch folder beside `dest`, removed when the build ends or fails."""
     import onnx
     from onnxruntime.transformers import optimizer
     from onnxruntime.transformers.fusion_options import FusionOptions
@@ -106,7 +112,7 @@ def build_int8_model(model_dir: Path, dest: Path) -> dict[str, int]:
     options = FusionOptions("bert")
     # Symbolic shape inference needs sympy; our graph's shapes are consistent by construction.
     options.enable_shape_inference = False
-    with tempfile.TemporaryDirectory(prefix="cbi-onnx-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=_SCRATCH_PREFIX, dir=dest.parent) as tmp:
         fp32 = Path(tmp) / "fp32.onnx"
         onnx.save(graph, str(fp32))
         fused = optimizer.optimize_model(
@@ -168,12 +174,17 @@ def cached_int8_model(model_dir: Path, root: Path | None = None) -> Path:
     folder = (root or cache_root()) / "onnx" / f"{model_dir.name}-{key}"
     path = folder / "model.int8.onnx"
     if path.is_file():
+        if any(folder.glob(_SCRATCH_PREFIX + "*")):  # a builder killed while it cleaned up
+            with contextlib.suppress(OSError), file_lock(folder / "build.lock", wait=False) as held:
+                if held:
+                    remove_killed_builds(folder)
         return path
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with file_lock(folder / "build.lock", wait=True):
             if path.is_file():
                 return path
+            remove_killed_builds(folder)
             partial = folder / f"model.{os.getpid()}.partial"
             try:
                 # The optimizer prints progress to stdout, which is the sidecar's JSON-RPC channel.
@@ -190,6 +201,21 @@ def cached_int8_model(model_dir: Path, root: Path | None = None) -> Path:
     except Exception as exc:
         raise EmbeddingError(f"cannot build the ONNX model in {folder}: {type(exc).__name__}: {exc}") from exc
     return path
+
+
+def remove_killed_builds(folder: Path) -> list[str]:
+    """Delete the scratch folders and partial models that killed builds left in a model's cache folder;
+    returns their names. Call it holding the folder's build lock: then no build is running there."""
+    removed: list[str] = []
+    for entry in sorted(folder.glob(_SCRATCH_PREFIX + "*")):
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry.name)
+    for entry in sorted(folder.glob("model.*.partial")):
+        entry.unlink(missing_ok=True)
+        removed.append(entry.name)
+    if removed:
+        _log.info("removed what killed model builds left in %s: %s", folder, ", ".join(removed))
+    return removed
 
 
 def available_cores() -> int:
