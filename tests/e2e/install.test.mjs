@@ -57,7 +57,7 @@ describe("npm install of the packed plugin", { skip: !ready && "needs make node"
     const home = tempDir(scope, "cbi-install-home-");
     project = tempDir(scope, "cbi-install-project-");
     const packs = tempDir(scope, "cbi-install-pack-");
-    for (const dir of [".config/opencode", ".local/share", ".cache", ".local/state"]) mkdirSync(path.join(home, dir), { recursive: true });
+    for (const dir of [".config/opencode", ".local/share", ".cache", ".local/state", "tmp"]) mkdirSync(path.join(home, dir), { recursive: true });
 
     // 1. npm pack: only the whitelisted files.
     const packed = JSON.parse(execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", packs], { cwd: REPO, encoding: "utf8" }));
@@ -101,6 +101,9 @@ describe("npm install of the packed plugin", { skip: !ready && "needs make node"
       XDG_DATA_HOME: path.join(home, ".local/share"),
       XDG_CACHE_HOME: path.join(home, ".cache"),
       XDG_STATE_HOME: path.join(home, ".local/state"),
+      // The sidecar builds the int8 model in this fresh home and is stopped when the test ends, maybe
+      // mid-build: onnxruntime's quantiser keeps scratch in the temp dir, so that lives in `home` too.
+      TMPDIR: path.join(home, "tmp"),
       OPENCODE_DISABLE_AUTOUPDATE: "1",
       OPENCODE_DISABLE_MODELS_FETCH: "1",
       OPENCODE_DISABLE_SHARE: "1",

@@ -106,7 +106,7 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
         2,
       ),
     );
-    for (const dir of [".config", ".local/share", ".cache", ".local/state"]) mkdirSync(path.join(home, dir), { recursive: true });
+    for (const dir of [".config", ".local/share", ".cache", ".local/state", "tmp"]) mkdirSync(path.join(home, dir), { recursive: true });
     env = {
       PATH: process.env.PATH,
       HOME: home,
@@ -114,6 +114,9 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
       XDG_DATA_HOME: path.join(home, ".local/share"),
       XDG_CACHE_HOME: path.join(home, ".cache"),
       XDG_STATE_HOME: path.join(home, ".local/state"),
+      // The sidecar builds the int8 model in this fresh home and is stopped when the test ends, maybe
+      // mid-build: onnxruntime's quantiser keeps scratch in the temp dir, so that lives in `home` too.
+      TMPDIR: path.join(home, "tmp"),
       OPENCODE_DISABLE_AUTOUPDATE: "1",
       OPENCODE_DISABLE_MODELS_FETCH: "1",
       OPENCODE_DISABLE_SHARE: "1",
