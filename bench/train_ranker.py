@@ -37,7 +37,7 @@ import numpy as np
 from codebase_index.config import Config
 from codebase_index.evaluation import Target, load_golden
 from codebase_index.ranking import learned
-from codebase_index.ranking.fit import LOSS, STEPS, STORED_FILE_GAIN, fit, load_table
+from codebase_index.ranking.fit import FILE_LOSS, LOSS, STEPS, STORED_FILE_GAIN, fit, load_table
 from codebase_index.ranking.learned import FEATURES, LinearModel, feature_matrix
 from codebase_index.ranking.model import diversify, rank
 from codebase_index.ranking.pipeline import capture, guaranteed_first
@@ -206,12 +206,17 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
-def final_rr(table: dict[str, np.ndarray], scores: np.ndarray, rules: bool = False) -> np.ndarray:
-    """Reciprocal rank@10 (a chunk of gain 1) per query of the order the engine would return: a model's
-    scores -> exp -> `diversify` (rank_learned), the rules' order as it is (`rank` diversifies), then the
-    candidate `guarantees` puts first. NaN for a query without rows."""
+def final_rr(
+    table: dict[str, np.ndarray], scores: np.ndarray, rules: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank@10 per query of the order the engine would return: a model's scores -> exp ->
+    `diversify` (rank_learned), the rules' order as it is (`rank` diversifies), then the candidate
+    `guarantees` puts first. Two of them: of the first chunk of gain 1 (chunk level), and of the first
+    chunk of a target file (file level: any gain; as bench/validate.py reads its top 10 results).
+    NaN for a query without rows."""
     qid = table["qid"]
-    out = np.full(len(table["style"]), np.nan)
+    chunk_rr = np.full(len(table["style"]), np.nan)
+    file_rr = np.full(len(table["style"]), np.nan)
     starts = np.flatnonzero(np.r_[True, np.diff(qid) != 0])
     ends = np.r_[starts[1:], len(qid)]
     guaranteed = table.get("guaranteed", np.zeros(len(qid), dtype=bool))
@@ -228,8 +233,19 @@ def final_rr(table: dict[str, np.ndarray], scores: np.ndarray, rules: bool = Fal
         first = np.flatnonzero(guaranteed[a:b][order])
         if len(first):
             order = np.r_[order[first[0]], np.delete(order, first[0])]
-        hits = np.flatnonzero(table["gain"][a:b][order][:10] >= 1.0)
-        out[qid[a]] = 1.0 / (1 + hits[0]) if len(hits) else 0.0
+        gains = table["gain"][a:b][order]
+        hits = np.flatnonzero(gains[:10] >= 1.0)
+        chunk_rr[qid[a]] = 1.0 / (1 + hits[0]) if len(hits) else 0.0
+        file_hits = np.flatnonzero(gains[:10] > 0)
+        file_rr[qid[a]] = 1.0 / (1 + file_hits[0]) if len(file_hits) else 0.0
+    return chunk_rr, file_rr
+
+
+def level_rrs(table: dict[str, np.ndarray], orders: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """{"NAME chunk": rr, "NAME file": rr} of each named order (scores; "rules" is the rules' rank)."""
+    out: dict[str, np.ndarray] = {}
+    for name, scores in orders.items():
+        out[f"{name} chunk"], out[f"{name} file"] = final_rr(table, scores, rules=name == "rules")
     return out
 
 
@@ -239,26 +255,26 @@ def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title
     for key in ("category", "language"):
         labels = table[key]
         print(f"{title}, by {key}")
-        print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>10}" for n in names))
+        print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>12}" for n in names))
         for group in ["ALL", *sorted(set(labels.tolist()))]:
             m = np.ones(len(labels), dtype=bool) if group == "ALL" else labels == group
             m &= ~np.isnan(rrs[names[0]])
-            row = " ".join(f"{float(np.mean(rrs[n][m])):10.3f}" for n in names)
+            row = " ".join(f"{float(np.mean(rrs[n][m])):12.3f}" for n in names)
             print(f"  {group:<16} {int(m.sum()):>6} {row}")
 
 
 def report(table: dict[str, np.ndarray], model: LinearModel, title: str) -> None:
-    """MRR@10 on a table: the model's final order beside the hand-set scorer's."""
-    rrs = {
-        "rules": final_rr(table, -table["rules_rank"].astype(np.float64), rules=True),
-        "model": final_rr(table, model.scores(table["x"].astype(np.float64))),
+    """MRR@10 on a table (chunk and file level): the model's final order beside the hand-set scorer's."""
+    orders = {
+        "rules": -table["rules_rank"].astype(np.float64),
+        "model": model.scores(table["x"].astype(np.float64)),
     }
-    print_groups(table, rrs, title)
+    print_groups(table, level_rrs(table, orders), title)
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
     table = load_table(args.table)
-    model = fit(table, args.steps, args.seed, args.loss)
+    model = fit(table, args.steps, args.seed, args.loss, args.file_loss)
     args.out.write_text(json.dumps(model.to_json(), indent=1) + "\n")
     print(f"{args.out}: fitted on {len(table['style'])} queries")
     report(table, model, "on its own table")
@@ -326,20 +342,50 @@ def compact(table: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
     return out
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    """One table from several (say a keyword table and a hybrid one, so one model serves both modes):
+    query ids renumbered in order, repositories merged by name (a repository in two tables is one
+    repository for cv's folds)."""
+    tables = [load_table(t) for t in args.tables]
+    repos = sorted({str(r) for t in tables for r in t["repos"].tolist()})
+    out: dict[str, Any] = {"features": np.asarray(FEATURES), "repos": np.asarray(repos)}
+    offset = 0
+    parts: dict[str, list[np.ndarray]] = {}
+    for t in tables:
+        index = np.asarray([repos.index(str(r)) for r in t["repos"].tolist()], dtype=np.int32)
+        for k, v in t.items():
+            if k in ("features", "repos"):
+                continue
+            parts.setdefault(k, []).append(
+                v + offset if k == "qid" else index[v] if k == "repo" else v
+            )
+        offset += len(t["style"])
+    out |= {k: np.concatenate(v) for k, v in parts.items()}
+    np.savez_compressed(args.out, **out)
+    print(f"{args.out}: {len(out['style'])} queries, {len(out['gain'])} rows, {len(repos)} repositories")
+    return 0
+
+
 def cmd_cv(args: argparse.Namespace) -> int:
     """Cross-validation by repository: each fold's repositories are held out of the fit (on their
     compacted rows, as the shipped fit) and scored on all their rows."""
     table = load_table(args.table)
     repos = np.unique(table["repo"])
     folds = [repos[i :: args.folds] for i in range(args.folds)]
-    rrs = {k: np.full(len(table["style"]), np.nan) for k in ("rules", "model")}
+    losses = [float(v) for v in args.file_loss_grid.split(",")] if args.file_loss_grid else [args.file_loss]
+    names = ["rules", *(f"f{v:g}" for v in losses)]
+    rrs = {f"{n} {level}": np.full(len(table["style"]), np.nan) for n in names for level in ("chunk", "file")}
     for fold in folds:
         test_q = np.flatnonzero(np.isin(table["repo"], fold))
         train_q = np.flatnonzero(~np.isin(table["repo"], fold))
-        model = fit(compact(subset(table, train_q), args.rows), args.steps, args.seed, args.loss)
+        train = compact(subset(table, train_q), args.rows)
         part = subset(table, test_q)
-        rrs["rules"][test_q] = final_rr(part, -part["rules_rank"].astype(np.float64), rules=True)
-        rrs["model"][test_q] = final_rr(part, model.scores(part["x"].astype(np.float64)))
+        orders = {"rules": -part["rules_rank"].astype(np.float64)}
+        for v in losses:
+            model = fit(train, args.steps, args.seed, args.loss, v)
+            orders[f"f{v:g}"] = model.scores(part["x"].astype(np.float64))
+        for key, rr in level_rrs(part, orders).items():
+            rrs[key][test_q] = rr
     print_groups(table, rrs, f"held-out repositories ({args.folds} folds), MRR@10")
     return 0
 
@@ -369,6 +415,7 @@ def main() -> int:
     ft.add_argument("--steps", type=int, default=STEPS)
     ft.add_argument("--seed", type=int, default=0)
     ft.add_argument("--loss", default=LOSS, choices=("pairwise", "listwise"))
+    ft.add_argument("--file-loss", type=float, default=FILE_LOSS, help="weight of the file-level term")
     ft.set_defaults(run=cmd_fit)
     cp = sub.add_parser("compact")
     cp.add_argument("table", type=Path)
@@ -377,6 +424,10 @@ def main() -> int:
     cp.add_argument("--max-queries", type=int, default=0, help="seeded stratified sample (0 = all)")
     cp.add_argument("--seed", type=int, default=0)
     cp.set_defaults(run=cmd_compact)
+    mg = sub.add_parser("merge")
+    mg.add_argument("tables", nargs="+", type=Path)
+    mg.add_argument("--out", type=Path, required=True)
+    mg.set_defaults(run=cmd_merge)
     cv = sub.add_parser("cv")
     cv.add_argument("table", type=Path)
     cv.add_argument("--folds", type=int, default=3)
@@ -384,6 +435,8 @@ def main() -> int:
     cv.add_argument("--seed", type=int, default=0)
     cv.add_argument("--loss", default=LOSS, choices=("pairwise", "listwise"))
     cv.add_argument("--rows", type=int, default=16, help="fit rows per query, as compact")
+    cv.add_argument("--file-loss", type=float, default=FILE_LOSS, help="weight of the file-level term")
+    cv.add_argument("--file-loss-grid", default="", help="comma-separated weights to compare (one fit each)")
     cv.set_defaults(run=cmd_cv)
     ev = sub.add_parser("eval")
     ev.add_argument("table", type=Path)

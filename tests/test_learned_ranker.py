@@ -16,6 +16,7 @@ from codebase_index.ranking.learned import (
     Evidence,
     LinearModel,
     feature_matrix,
+    file_aggregates,
     load_model,
     rank_learned,
 )
@@ -72,10 +73,64 @@ def test_features_read_each_retriever_and_the_query_style() -> None:
     assert x[:, col["test"]].tolist() == [0.0, 1.0, 0.0]
     assert x[:, col["relation"]].tolist() == [0.0, 0.0, 1.0]
     assert x[:, col["file_best"]].tolist() == [1.0, 1.0, 0.0]
+    # Whole-file evidence: router.py's best keyword score is its class's, its best cosine its method's;
+    # router.py leads the files by keyword and by fused score, the test file by cosine.
+    assert x[:, col["file_kw"]].tolist() == [1.0, 0.5, 1.0]
+    assert x[:, col["file_sem"]].tolist() == pytest.approx([0.6, 0.8, 0.6])
+    assert x[:, col["file_kw_rr"]].tolist() == [1.0, 0.5, 1.0]
+    assert x[:, col["file_sem_rr"]].tolist() == [0.5, 1.0, 0.5]
+    assert x[:, col["file_fused_rr"]].tolist() == [1.0, 0.5, 1.0]
+    assert x[:, col["file_count"]].tolist() == pytest.approx([np.log(3), np.log(2), np.log(3)])
     assert (x[:, col["style_identifier"]] == 1.0).all() and (x[:, col["style_description"]] == 0.0).all()
     # Crossed features repeat a signal in the query style's own block only.
     assert x[:, col["definition*identifier"]].tolist() == [1.0, 0.0, 0.7]
     assert not x[:, col["definition*description"]].any()
+
+
+def test_file_aggregates_group_by_query_and_file() -> None:
+    # Two queries, each with a file 0 and a file 1: the groups never mix across queries, and a file
+    # without a vector candidate has no cosine rank.
+    x = np.zeros((5, len(FEATURES)))
+    kw, sem = FEATURES.index("kw"), FEATURES.index("sem")
+    x[:, kw] = [0.2, 0.9, 0.4, 1.0, 0.3]
+    x[:, sem] = [0.5, 0.0, 0.0, 0.0, 0.7]
+    file_aggregates(x, np.array([0, 1, 0, 0, 1]), np.array([0, 0, 0, 1, 1]))
+    assert x[:, FEATURES.index("file_kw")].tolist() == [0.4, 0.9, 0.4, 1.0, 0.3]
+    assert x[:, FEATURES.index("file_kw_rr")].tolist() == [0.5, 1.0, 0.5, 1.0, 0.5]
+    assert x[:, FEATURES.index("file_sem_rr")].tolist() == [1.0, 0.0, 1.0, 0.0, 1.0]
+    assert x[:, FEATURES.index("file_count")].tolist() == pytest.approx(np.log1p([2, 1, 2, 1, 1]))
+
+
+def test_the_file_level_term_learns_which_file_when_the_chunk_term_cannot() -> None:
+    # Each query: a target file (a target chunk + a sibling) and another file. "kw" ranks the target
+    # chunk above its sibling but below the other file's chunk; "file_kw" (the file's evidence) marks
+    # the target file. The chunk pairs alone are satisfied by either feature; the file pairs (each
+    # file's best chunk) need the target file's best chunk above the other file's.
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(200):
+        a, b = sorted(rng.uniform(0.1, 1.0, 2))
+        # (kw, file_kw, gain, file): the sibling outranks the target chunk by kw; the other file leads it
+        rows += [(a, 0.6, 1.0, 0), (b, 0.6, 0.25, 0), (min(1.0, b + 0.1), 0.4, 0.0, 1)]
+    n_q = len(rows) // 3
+    x = np.zeros((len(rows), len(FEATURES)), dtype=np.float32)
+    x[:, FEATURES.index("kw")] = [r[0] for r in rows]
+    x[:, FEATURES.index("file_kw")] = [r[1] for r in rows]
+    table = {
+        "features": np.asarray(FEATURES),
+        "x": x,
+        "gain": np.array([r[2] for r in rows], dtype=np.float32),
+        "qid": np.repeat(np.arange(n_q), 3),
+        "file_id": np.array([r[3] for r in rows], dtype=np.int16),
+        "style": np.zeros(n_q, dtype=np.int8),
+    }
+    chunk_only = fit(table, file_loss=0.0)
+    with_files = fit(table, file_loss=1.0)
+    fk = FEATURES.index("file_kw")
+    assert with_files.weights[fk] > chunk_only.weights[fk]
+    s = with_files.scores(x.astype(np.float64)).reshape(n_q, 3)
+    # The target file's best chunk now leads the other file in every query.
+    assert (s[:, :2].max(axis=1) > s[:, 2]).all()
 
 
 def test_rank_learned_orders_by_the_model_and_diversifies() -> None:

@@ -8,10 +8,11 @@ same table and seed give the same weights, which is what the test of the shipped
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from .learned import FEATURES, LinearModel
+from .learned import FEATURES, FILE_FEATURES, LinearModel, file_aggregates
 from .query import STYLES
 
 # Fit settings (part of what makes a table give one answer).
@@ -30,29 +31,60 @@ LOSS = "pairwise"
 # files, so each of their chunks has gain 1 either way.
 FILE_GAIN = 0.0
 STORED_FILE_GAIN = 0.25
+# Weight of the file-level term beside the chunk-level one: each file is scored by its best candidate
+# (what decides where the file first appears in the results) and every (target file, other file) pair
+# of a query is a pairwise logistic term on those maxima (a multiple-instance ranking loss). 0: the
+# chunk term alone.
+FILE_LOSS = 0.0
 
 
 def load_table(path: Path) -> dict[str, np.ndarray]:
+    """A training table; one extracted before the whole-file features existed gets them computed from
+    its rows (`learned.file_aggregates`: they are functions of the other columns). That is exact only
+    on an uncompacted table, whose rows are each query's whole head."""
     with np.load(path, allow_pickle=False) as data:
         table = {k: data[k] for k in data.files}
-    if tuple(table["features"].tolist()) != FEATURES:
+    names = tuple(table["features"].tolist())
+    if names == FEATURES:
+        return table
+    if names != tuple(f for f in FEATURES if f not in FILE_FEATURES):
         raise ValueError(f"{path}: extracted with another feature list; run extract again")
+    x = np.zeros((len(table["x"]), len(FEATURES)), dtype=np.float64)
+    x[:, [FEATURES.index(f) for f in names]] = table["x"]
+    file_id = table["file_id"] if "file_id" in table else np.arange(len(x))
+    file_aggregates(x, file_id, table["qid"])
+    table["x"] = x.astype(table["x"].dtype)
+    table["features"] = np.asarray(FEATURES)
     return table
 
 
-def _rows(table: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(x [N, F], each row's gain [N], query starts) over the queries that have a relevant candidate,
-    rows grouped by query (the table stores them so)."""
+class _Rows(NamedTuple):
+    """The fitted rows: features, chunk gain, query starts, and per row its (query, file) group and
+    whether that file is a target file (any of its candidates has a gain in the table)."""
+
+    x: np.ndarray
+    gain: np.ndarray
+    starts: np.ndarray
+    file_group: np.ndarray
+    target_file: np.ndarray
+
+
+def _rows(table: dict[str, np.ndarray]) -> _Rows:
+    """The rows of the queries that have a relevant candidate, grouped by query (the table stores them
+    so)."""
     qid = table["qid"].astype(np.int64)
-    g = table["gain"].astype(np.float64)
-    g = np.where(np.isclose(g, STORED_FILE_GAIN), FILE_GAIN, g)
+    stored = table["gain"].astype(np.float64)
+    g = np.where(np.isclose(stored, STORED_FILE_GAIN), FILE_GAIN, stored)
     n_q = int(qid.max()) + 1
     total = np.bincount(qid, weights=g, minlength=n_q)
     keep = total[qid] > 0
-    qid, g = qid[keep], g[keep]
+    qid, g, stored = qid[keep], g[keep], stored[keep]
     x = table["x"][keep].astype(np.float64)
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-    return x, g, starts
+    file_id = table["file_id"][keep].astype(np.int64) if "file_id" in table else np.arange(len(qid))
+    _, file_group = np.unique(qid * (int(file_id.max()) + 1) + file_id, return_inverse=True)
+    target = np.bincount(file_group, weights=(stored > 0).astype(np.float64)) > 0
+    return _Rows(x, g, starts, file_group, target[file_group])
 
 
 def _pairs(g: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -75,14 +107,68 @@ def _pairs(g: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return np.concatenate(better), np.concatenate(worse), np.concatenate(weight)
 
 
-def fit(table: dict[str, np.ndarray], steps: int = STEPS, seed: int = 0, loss: str = LOSS) -> LinearModel:
-    """The fit of the module docstring, pairwise (default) or listwise; deterministic for a table and
-    seed (`seed` fixes nothing random today: the fit is full-batch from zero weights; it is kept so a
-    future sampled fit stays reproducible)."""
+def _file_pairs(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(target file group, other file group, weight) for every such pair of a query; each query's
+    pairs weigh 1 in all."""
+    groups = rows.file_group
+    first_row = np.unique(groups, return_index=True)[1]
+    group_query = np.searchsorted(rows.starts, first_row, side="right") - 1
+    group_target = rows.target_file[first_row]
+    better: list[np.ndarray] = []
+    worse: list[np.ndarray] = []
+    weight: list[np.ndarray] = []
+    bounds = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1], True])
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        hi = np.flatnonzero(group_target[a:b]) + a
+        lo = np.flatnonzero(~group_target[a:b]) + a
+        if len(hi) and len(lo):
+            better.append(np.repeat(hi, len(lo)))
+            worse.append(np.tile(lo, len(hi)))
+            weight.append(np.full(len(hi) * len(lo), 1.0 / (len(hi) * len(lo))))
+    if not better:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0)
+    return np.concatenate(better), np.concatenate(worse), np.concatenate(weight)
+
+
+class _Groups(NamedTuple):
+    """Rows sorted by group once, so each step's per-group maximum is one reduceat."""
+
+    order: np.ndarray  # row indices, grouped
+    starts: np.ndarray  # where each group begins in `order`
+    sorted_group: np.ndarray  # the group of each position of `order`
+
+
+def _grouped(groups: np.ndarray) -> _Groups:
+    order = np.argsort(groups, kind="stable")
+    sorted_group = groups[order]
+    return _Groups(order, np.flatnonzero(np.r_[True, sorted_group[1:] != sorted_group[:-1]]), sorted_group)
+
+
+def _best_rows(s: np.ndarray, g: _Groups) -> np.ndarray:
+    """The row of each group with the highest score (ties: the first in row order)."""
+    ss = s[g.order]
+    top = np.maximum.reduceat(ss, g.starts)
+    at_top = np.flatnonzero(ss == top[g.sorted_group])
+    _, first = np.unique(g.sorted_group[at_top], return_index=True)
+    return g.order[at_top[first]]
+
+
+def fit(
+    table: dict[str, np.ndarray],
+    steps: int = STEPS,
+    seed: int = 0,
+    loss: str = LOSS,
+    file_loss: float = FILE_LOSS,
+) -> LinearModel:
+    """The fit of the module docstring, pairwise (default) or listwise, plus `file_loss` x the
+    file-level term; deterministic for a table and seed (`seed` fixes nothing random today: the fit is
+    full-batch from zero weights; it is kept so a future sampled fit stays reproducible)."""
     del seed
     if loss not in ("pairwise", "listwise"):
         raise ValueError(f"unknown ranker loss {loss!r}: pairwise or listwise")
-    x, g, starts = _rows(table)
+    rows = _rows(table)
+    x, g, starts = rows.x, rows.gain, rows.starts
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
@@ -93,6 +179,9 @@ def fit(table: dict[str, np.ndarray], steps: int = STEPS, seed: int = 0, loss: s
         target = g / np.repeat(np.add.reduceat(g, starts), sizes)
     else:
         better, worse, weight = _pairs(g, starts)
+    if file_loss:
+        f_better, f_worse, f_weight = _file_pairs(rows)
+        file_groups = _grouped(rows.file_group)
     w = np.zeros(z.shape[1])
     m1 = np.zeros_like(w)
     m2 = np.zeros_like(w)
@@ -109,6 +198,12 @@ def fit(table: dict[str, np.ndarray], steps: int = STEPS, seed: int = 0, loss: s
             ds = np.bincount(worse, weights=sig, minlength=len(z)) - np.bincount(
                 better, weights=sig, minlength=len(z)
             )
+        if file_loss:
+            # The same logistic pair term on each file's best candidate (a subgradient of the max).
+            best = _best_rows(s, file_groups)
+            hi, lo = best[f_better], best[f_worse]
+            sig = file_loss * f_weight / (1.0 + np.exp(s[hi] - s[lo]))
+            ds = ds + np.bincount(lo, weights=sig, minlength=len(z)) - np.bincount(hi, weights=sig, minlength=len(z))
         grad = z.T @ ds / n_q + L2 * w
         m1 = b1 * m1 + (1 - b1) * grad
         m2 = b2 * m2 + (1 - b2) * grad * grad

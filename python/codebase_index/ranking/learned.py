@@ -66,7 +66,17 @@ BASE_FEATURES = (
     "relation_target",  # defines the symbol a relation question names (not the answer)
     "verbatim",  # longest verbatim run of the query's words in the chunk / the query's words
     "message_holder",  # the one chunk holding the longest such run (`query.message_holder`)
+    # Whole-file evidence, over the candidates of the chunk's file (`file_aggregates`): what decides
+    # where a file first appears in the results, which is what a file-level question is judged on.
+    "file_kw",  # the file's best keyword score
+    "file_sem",  # the file's best cosine
+    "file_fused_rr",  # 1 / (1 + the file's place among files ordered by their best fused score)
+    "file_kw_rr",  # ... by their best keyword score (0: no keyword candidate)
+    "file_sem_rr",  # ... by their best cosine (0: no vector candidate)
+    "file_count",  # log(1 + the file's candidates in the head)
 )
+# Computed from the other columns of the same query's rows by `file_aggregates`.
+FILE_FEATURES = ("file_kw", "file_sem", "file_fused_rr", "file_kw_rr", "file_sem_rr", "file_count")
 # Crossed with each style: the signals whose worth depends most on what kind of query it is.
 CROSSED = ("fused", "kw", "sem", "definition", "path", "test", "mass")
 FEATURES = (
@@ -164,12 +174,44 @@ def feature_matrix(
         row[col["relation"]] = float(c.doc in evidence.relation)
         row[col["verbatim"]] = evidence.spans.get(c.doc, 0) / n_words
         row[col["message_holder"]] = float(c.doc == holder)
+    file_ids = np.unique(np.asarray([c.path for c in cands]), return_inverse=True)[1]
+    file_aggregates(x, file_ids, np.zeros(n, dtype=np.int64))
     style = parsed.style
     x[:, col[f"style_{style}"]] = 1.0
     offset = len(BASE_FEATURES) + len(STYLES) + STYLES.index(style) * len(CROSSED)
     for k, (src, _) in enumerate(_CROSS):
         x[:, offset + k] = x[:, src]
     return x
+
+
+def file_aggregates(x: np.ndarray, file_ids: np.ndarray, query_ids: np.ndarray) -> None:
+    """Fill the `FILE_FEATURES` columns of `x` in place from its keyword, cosine and fused columns,
+    grouping rows by (query, file). Run by `feature_matrix` on one query's head and by the training
+    table loader on many queries at once (so the fitted and the served features are one function).
+    Rows of a query must be contiguous and in fused order."""
+    if not len(x):
+        return
+    col = _INDEX
+    q = query_ids.astype(np.int64)
+    groups = np.unique(q * (int(file_ids.max()) + 1) + file_ids.astype(np.int64), return_inverse=True)[1]
+    n_groups = int(groups.max()) + 1
+    group_query = np.zeros(n_groups, dtype=np.int64)
+    group_query[groups] = q
+    for name, source in (("file_kw", "kw"), ("file_sem", "sem"), ("file_fused_rr", "fused")):
+        best = np.full(n_groups, -np.inf)
+        np.maximum.at(best, groups, x[:, col[source]])
+        if name != "file_fused_rr":
+            x[:, col[name]] = best[groups]
+        rank_name = {"file_kw": "file_kw_rr", "file_sem": "file_sem_rr"}.get(name, name)
+        # The file's place among the query's files by that best value (0 when the file has none).
+        order = np.lexsort((-best, group_query))
+        place = np.empty(n_groups, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, group_query[order][1:] != group_query[order][:-1]])
+        first = np.repeat(starts, np.diff(np.r_[starts, n_groups]))
+        place[order] = np.arange(n_groups) - first
+        rr = np.where(best > 0, 1.0 / (1.0 + place), 0.0)
+        x[:, col[rank_name]] = rr[groups]
+    x[:, col["file_count"]] = np.log1p(np.bincount(groups, minlength=n_groups))[groups]
 
 
 def _unwanted_kinds(path: str, parsed: ParsedQuery) -> tuple[bool, ...]:
