@@ -78,7 +78,7 @@ RANKER_TABLE ?= $(HOME)/.cache/codebase-index-train/ranker-table.npz
 RANKER_MODE ?= keyword
 EXTRACT ?= 1
 # The fixture is a seeded sample of the table (the whole compacted table is ~22 MB).
-RANKER_FIXTURE_QUERIES ?= 6000
+RANKER_FIXTURE_QUERIES ?= 3500
 train-ranker: dev
 	$(if $(filter 1,$(EXTRACT)),nice -n 10 $(PY) bench/train_ranker.py extract $(TRAIN_SETS) \
 		--mode $(RANKER_MODE) --out $(RANKER_TABLE),)

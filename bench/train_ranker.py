@@ -48,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 SHIPPED = HERE.parent / "python" / "codebase_index" / "ranking" / "weights.json"
 
 SAME_FILE_GAIN = STORED_FILE_GAIN  # a candidate in a target file whose lines miss the target's
+SAMPLED = 16  # compact: rows drawn per query from the head beyond its first ones
 
 
 def gain(path: str, start: int, end: int, targets: Sequence[Target]) -> float:
@@ -63,7 +64,8 @@ def gain(path: str, start: int, end: int, targets: Sequence[Target]) -> float:
     return best
 
 
-ROW_KEYS = ("x", "gain", "rules_rank", "qid", "guaranteed", "file_id")  # per candidate; the rest per query
+# Per candidate (`weight`: how many head rows a compacted row stands for); the rest per query.
+ROW_KEYS = ("x", "gain", "rules_rank", "qid", "guaranteed", "file_id", "weight")
 
 
 def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[str, np.ndarray]:
@@ -92,7 +94,9 @@ def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[
         parts += _change_rows(base, json.loads(changes.read_text()), mode, rows)
     if not parts:
         return {}
-    out: dict[str, np.ndarray] = {k: np.concatenate([p[k] for p in parts]) for k in ROW_KEYS if k != "qid"}
+    out: dict[str, np.ndarray] = {
+        k: np.concatenate([p[k] for p in parts]) for k in ROW_KEYS if k != "qid" and k in parts[0]
+    }
     out["qid"] = np.concatenate([np.full(len(p["gain"]), i, dtype=np.int32) for i, p in enumerate(parts)])
     out["style"] = np.asarray([p["style"] for p in parts], dtype=np.int8)
     out["category"] = np.asarray([p["category"] for p in parts])
@@ -144,7 +148,9 @@ def _query_rows(
         ],
         dtype=np.float32,
     )
-    keep = np.flatnonzero((np.arange(len(y)) < rows) | (y > 0))
+    # The whole head by default: a table cut at the first rows (with the relevant ones kept wherever they
+    # sit) shows the fit no deep negatives and scores a model on heads it never ranks in the engine.
+    keep = np.flatnonzero((np.arange(len(y)) < rows) | (y > 0)) if rows > 0 else np.arange(len(y))
     return {
         "x": x[keep].astype(np.float32),
         "gain": y[keep],
@@ -288,7 +294,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     table = load_table(args.table)
     if args.max_queries and len(table["style"]) > args.max_queries:
         table = subset(table, sample_queries(table, args.max_queries, args.seed))
-    out = compact(table, args.rows)
+    out = compact(table, args.rows, args.sampled, args.seed)
     np.savez_compressed(args.out, **out)
     print(
         f"{args.out}: {len(out['style'])} queries, {len(out['qid'])} rows ({args.out.stat().st_size} bytes)"
@@ -325,16 +331,36 @@ def subset(table: dict[str, np.ndarray], queries: np.ndarray) -> dict[str, np.nd
     return out
 
 
-def compact(table: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
-    """Per query its relevant rows and the first `rows` in fused order, features as float16."""
+def compact(
+    table: dict[str, np.ndarray], rows: int, sampled: int = 0, seed: int = 0
+) -> dict[str, np.ndarray]:
+    """Per query its relevant rows, the first `rows` in fused order and `sampled` more drawn (seeded)
+    from the rest of its head, each drawn row weighing (rest / drawn) in the fit so the drawn
+    negatives stand for the whole head (a fit on the first rows alone never meets the deep candidates
+    it has to keep down); features as float16."""
     qid = table["qid"]
     starts = np.r_[0, np.flatnonzero(np.diff(qid)) + 1]
-    position = np.arange(len(qid)) - np.repeat(starts, np.diff(np.r_[starts, len(qid)]))
-    keep = (position < rows) | (table["gain"] > 0)
+    sizes = np.diff(np.r_[starts, len(qid)])
+    position = np.arange(len(qid)) - np.repeat(starts, sizes)
+    relevant = table["gain"] > 0
+    keep = (position < rows) | relevant
+    weight = (
+        np.ones(len(qid), dtype=np.float64) if "weight" not in table else table["weight"].astype(np.float64)
+    )
+    if sampled:
+        rng = np.random.default_rng(seed)
+        for a, n in zip(starts.tolist(), sizes.tolist(), strict=True):
+            rest = np.flatnonzero(~keep[a : a + n]) + a
+            if not len(rest):
+                continue
+            drawn = rng.choice(rest, size=min(sampled, len(rest)), replace=False)
+            keep[drawn] = True
+            weight[drawn] *= len(rest) / len(drawn)
     out = {k: v for k, v in table.items() if k not in ROW_KEYS}
     for k in ROW_KEYS:
         if k in table:
             out[k] = table[k][keep]
+    out["weight"] = weight[keep].astype(np.float32)
     out["x"] = out["x"].astype(np.float16)
     out["gain"] = out["gain"].astype(np.float16)
     out["rules_rank"] = out["rules_rank"].astype(np.int16)
@@ -356,9 +382,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
         for k, v in t.items():
             if k in ("features", "repos"):
                 continue
-            parts.setdefault(k, []).append(
-                v + offset if k == "qid" else index[v] if k == "repo" else v
-            )
+            parts.setdefault(k, []).append(v + offset if k == "qid" else index[v] if k == "repo" else v)
         offset += len(t["style"])
     out |= {k: np.concatenate(v) for k, v in parts.items()}
     np.savez_compressed(args.out, **out)
@@ -378,7 +402,7 @@ def cmd_cv(args: argparse.Namespace) -> int:
     for fold in folds:
         test_q = np.flatnonzero(np.isin(table["repo"], fold))
         train_q = np.flatnonzero(~np.isin(table["repo"], fold))
-        train = compact(subset(table, train_q), args.rows)
+        train = compact(subset(table, train_q), args.rows, args.sampled, args.seed)
         part = subset(table, test_q)
         orders = {"rules": -part["rules_rank"].astype(np.float64)}
         for v in losses:
@@ -407,7 +431,12 @@ def main() -> int:
     ex.add_argument("--mode", default="hybrid")
     ex.add_argument("--split", default="train", help="the split a make_training_set manifest gives")
     ex.add_argument("--max-queries", type=int, default=0, help="seeded sample per set (0 = all)")
-    ex.add_argument("--rows", type=int, default=40, help="candidates kept per query (relevant ones always)")
+    ex.add_argument(
+        "--rows",
+        type=int,
+        default=0,
+        help="candidates kept per query (relevant ones always; 0: the whole head)",
+    )
     ex.set_defaults(run=cmd_extract)
     ft = sub.add_parser("fit")
     ft.add_argument("table", type=Path)
@@ -421,6 +450,7 @@ def main() -> int:
     cp.add_argument("table", type=Path)
     cp.add_argument("--out", type=Path, required=True)
     cp.add_argument("--rows", type=int, default=16, help="rows kept per query besides the relevant ones")
+    cp.add_argument("--sampled", type=int, default=SAMPLED, help="rows drawn from the rest of each head")
     cp.add_argument("--max-queries", type=int, default=0, help="seeded stratified sample (0 = all)")
     cp.add_argument("--seed", type=int, default=0)
     cp.set_defaults(run=cmd_compact)
@@ -435,6 +465,7 @@ def main() -> int:
     cv.add_argument("--seed", type=int, default=0)
     cv.add_argument("--loss", default=LOSS, choices=("pairwise", "listwise"))
     cv.add_argument("--rows", type=int, default=16, help="fit rows per query, as compact")
+    cv.add_argument("--sampled", type=int, default=SAMPLED, help="rows drawn from the rest, as compact")
     cv.add_argument("--file-loss", type=float, default=FILE_LOSS, help="weight of the file-level term")
     cv.add_argument("--file-loss-grid", default="", help="comma-separated weights to compare (one fit each)")
     cv.set_defaults(run=cmd_cv)

@@ -35,7 +35,7 @@ STORED_FILE_GAIN = 0.25
 # (what decides where the file first appears in the results) and every (target file, other file) pair
 # of a query is a pairwise logistic term on those maxima (a multiple-instance ranking loss). 0: the
 # chunk term alone.
-FILE_LOSS = 0.0
+FILE_LOSS = 10.0
 
 
 def load_table(path: Path) -> dict[str, np.ndarray]:
@@ -67,6 +67,7 @@ class _Rows(NamedTuple):
     starts: np.ndarray
     file_group: np.ndarray
     target_file: np.ndarray
+    weight: np.ndarray  # how many head rows each row stands for (drawn negatives: more than 1)
 
 
 def _rows(table: dict[str, np.ndarray]) -> _Rows:
@@ -84,12 +85,16 @@ def _rows(table: dict[str, np.ndarray]) -> _Rows:
     file_id = table["file_id"][keep].astype(np.int64) if "file_id" in table else np.arange(len(qid))
     _, file_group = np.unique(qid * (int(file_id.max()) + 1) + file_id, return_inverse=True)
     target = np.bincount(file_group, weights=(stored > 0).astype(np.float64)) > 0
-    return _Rows(x, g, starts, file_group, target[file_group])
+    weight = table["weight"][keep].astype(np.float64) if "weight" in table else np.ones(len(qid))
+    return _Rows(x, g, starts, file_group, target[file_group], weight)
 
 
-def _pairs(g: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(better row, worse row, weight) for every pair of one query's rows whose gains differ; each
-    query's pairs weigh 1 in all (a query with many candidates does not count more)."""
+def _pairs(
+    g: np.ndarray, starts: np.ndarray, row_weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(better row, worse row, weight) for every pair of one query's rows whose gains differ, a pair
+    weighing as many head rows as its worse row stands for; each query's pairs weigh 1 in all (a
+    query with many candidates does not count more)."""
     ends = np.r_[starts[1:], len(g)]
     better: list[np.ndarray] = []
     worse: list[np.ndarray] = []
@@ -103,7 +108,8 @@ def _pairs(g: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
         if m.any():
             better.append(i[m] + a)
             worse.append(j[m] + a)
-            weight.append(np.full(int(m.sum()), 1.0 / int(m.sum())))
+            w = row_weight[j[m] + a]
+            weight.append(w / w.sum())
     return np.concatenate(better), np.concatenate(worse), np.concatenate(weight)
 
 
@@ -112,6 +118,9 @@ def _file_pairs(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     pairs weigh 1 in all."""
     groups = rows.file_group
     first_row = np.unique(groups, return_index=True)[1]
+    # A file group of drawn rows stands for as many files as its rows stand for rows.
+    group_weight = np.zeros(len(first_row))
+    np.maximum.at(group_weight, groups, rows.weight)
     group_query = np.searchsorted(rows.starts, first_row, side="right") - 1
     group_target = rows.target_file[first_row]
     better: list[np.ndarray] = []
@@ -124,7 +133,8 @@ def _file_pairs(rows: _Rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if len(hi) and len(lo):
             better.append(np.repeat(hi, len(lo)))
             worse.append(np.tile(lo, len(hi)))
-            weight.append(np.full(len(hi) * len(lo), 1.0 / (len(hi) * len(lo))))
+            w = np.tile(group_weight[lo], len(hi))
+            weight.append(w / w.sum())
     if not better:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, np.zeros(0)
@@ -178,7 +188,7 @@ def fit(
     if loss == "listwise":
         target = g / np.repeat(np.add.reduceat(g, starts), sizes)
     else:
-        better, worse, weight = _pairs(g, starts)
+        better, worse, weight = _pairs(g, starts, rows.weight)
     if file_loss:
         f_better, f_worse, f_weight = _file_pairs(rows)
         file_groups = _grouped(rows.file_group)
@@ -190,7 +200,7 @@ def fit(
         s = z @ w
         if loss == "listwise":
             s = s - np.repeat(np.maximum.reduceat(s, starts), sizes)
-            e = np.exp(s)
+            e = np.exp(s) * rows.weight  # a drawn row stands for `weight` head rows
             ds = e / np.repeat(np.add.reduceat(e, starts), sizes) - target
         else:
             # d/ds of log(1 + exp(-(s_better - s_worse))), per row.
@@ -203,7 +213,11 @@ def fit(
             best = _best_rows(s, file_groups)
             hi, lo = best[f_better], best[f_worse]
             sig = file_loss * f_weight / (1.0 + np.exp(s[hi] - s[lo]))
-            ds = ds + np.bincount(lo, weights=sig, minlength=len(z)) - np.bincount(hi, weights=sig, minlength=len(z))
+            ds = (
+                ds
+                + np.bincount(lo, weights=sig, minlength=len(z))
+                - np.bincount(hi, weights=sig, minlength=len(z))
+            )
         grad = z.T @ ds / n_q + L2 * w
         m1 = b1 * m1 + (1 - b1) * grad
         m2 = b2 * m2 + (1 - b2) * grad * grad
