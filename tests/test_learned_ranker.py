@@ -159,3 +159,26 @@ def test_weights_files_are_checked_against_the_feature_list(tmp_path: Path) -> N
     old.write_text(json.dumps({"features": ["kw"], "weights": [2.0], "bias": 0.5}))
     model = load_model(old)
     assert model.weights[FEATURES.index("kw")] == 2.0 and model.weights.sum() == 2.0 and model.bias == 0.5
+
+
+def test_a_drawn_negative_weighs_as_many_head_rows_as_it_stands_for() -> None:
+    # One relevant row and one negative per query; the negative beats it on "kw" and loses on "sem".
+    # Weighted 1 the fit is free to lean on either; weighted 50 (a drawn row standing for 50 head
+    # rows) the negative's pair dominates a second, easy negative, so "sem" must gain weight.
+    n_q = 50
+    x = np.zeros((3 * n_q, len(FEATURES)), dtype=np.float32)
+    kw, sem = FEATURES.index("kw"), FEATURES.index("sem")
+    x[0::3, kw], x[0::3, sem] = 0.5, 0.9  # relevant
+    x[1::3, kw], x[1::3, sem] = 0.9, 0.1  # hard negative
+    x[2::3, kw], x[2::3, sem] = 0.1, 0.5  # easy negative
+    base = {
+        "features": np.asarray(FEATURES),
+        "x": x,
+        "gain": np.tile(np.array([1.0, 0.0, 0.0], dtype=np.float32), n_q),
+        "qid": np.repeat(np.arange(n_q), 3),
+        "file_id": np.tile(np.arange(3, dtype=np.int16), n_q),
+        "style": np.zeros(n_q, dtype=np.int8),
+    }
+    light = fit(base | {"weight": np.ones(3 * n_q, dtype=np.float32)}, steps=50)
+    heavy = fit(base | {"weight": np.tile(np.array([1, 50, 1], dtype=np.float32), n_q)}, steps=50)
+    assert heavy.weights[sem] - heavy.weights[kw] > light.weights[sem] - light.weights[kw]

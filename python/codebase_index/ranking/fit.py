@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .learned import FEATURES, FILE_FEATURES, LinearModel, file_aggregates
+from .learned import FEATURES, FILE_FEATURES, LinearModel, file_aggregates, file_groups
 from .query import STYLES
 
 # Fit settings (part of what makes a table give one answer).
@@ -83,7 +83,7 @@ def _rows(table: dict[str, np.ndarray]) -> _Rows:
     x = table["x"][keep].astype(np.float64)
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
     file_id = table["file_id"][keep].astype(np.int64) if "file_id" in table else np.arange(len(qid))
-    _, file_group = np.unique(qid * (int(file_id.max()) + 1) + file_id, return_inverse=True)
+    file_group = file_groups(file_id, qid)
     target = np.bincount(file_group, weights=(stored > 0).astype(np.float64)) > 0
     weight = table["weight"][keep].astype(np.float64) if "weight" in table else np.ones(len(qid))
     return _Rows(x, g, starts, file_group, target[file_group], weight)

@@ -184,6 +184,13 @@ def feature_matrix(
     return x
 
 
+def file_groups(file_ids: np.ndarray, query_ids: np.ndarray) -> np.ndarray:
+    """Each row's (query, file) group, numbered 0..G-1 in (query, file) order."""
+    q = query_ids.astype(np.int64)
+    f = file_ids.astype(np.int64)
+    return np.unique(q * (int(f.max()) + 1) + f, return_inverse=True)[1]
+
+
 def file_aggregates(x: np.ndarray, file_ids: np.ndarray, query_ids: np.ndarray) -> None:
     """Fill the `FILE_FEATURES` columns of `x` in place from its keyword, cosine and fused columns,
     grouping rows by (query, file). Run by `feature_matrix` on one query's head and by the training
@@ -193,7 +200,7 @@ def file_aggregates(x: np.ndarray, file_ids: np.ndarray, query_ids: np.ndarray) 
         return
     col = _INDEX
     q = query_ids.astype(np.int64)
-    groups = np.unique(q * (int(file_ids.max()) + 1) + file_ids.astype(np.int64), return_inverse=True)[1]
+    groups = file_groups(file_ids, q)
     n_groups = int(groups.max()) + 1
     group_query = np.zeros(n_groups, dtype=np.int64)
     group_query[groups] = q
