@@ -18,6 +18,7 @@ Writes bench/results/vectors.json. Usage:
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import resource
@@ -101,7 +102,14 @@ def embedding_throughput(work: Path, chunks_wanted: int) -> tuple[dict[str, Any]
     texts = [r[0] for r in engine.store.conn.execute("SELECT text FROM chunks GROUP BY chunk_hash")]
     encode = getattr(provider, "_encode", None)
     loaded = getattr(provider, "_loaded", None)
-    tokens = [len(ids) for ids in encode(loaded(), texts)] if encode and loaded else []
+    # The numpy MiniLM encodes with its loaded model (`_encode(model, texts)`); the onnx engine holds its
+    # own tokenizer (`_encode(texts)`).
+    if encode is None:
+        tokens: list[int] = []
+    elif len(inspect.signature(encode).parameters) == 1:
+        tokens = [len(ids) for ids in encode(texts)]
+    else:
+        tokens = [len(ids) for ids in encode(loaded(), texts)] if loaded else []
     rate = report.embedded / report.seconds if report.seconds else 0.0
     mean_tokens = statistics.mean(tokens) if tokens else 0.0
     return {
