@@ -144,6 +144,10 @@ def tokenize_query(text: str) -> list[str]:
     return kept or tokens
 
 
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s")
+_SUFFIX_ENDS = frozenset(s[-1] for s in _SUFFIXES)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A light English/code stemmer so that `redirects`, `redirected`, `redirecting` and `redirect` meet.
@@ -157,7 +161,9 @@ def stem(word: str) -> str:
     ['polici', 'polici', 'cooki', 'cooki', 'is']
     """
     w = word.lower()
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s"):
+    # Every suffix below ends in one of these letters: most words skip the loop (inflections stem ~25
+    # candidate forms per query word, and a new query's words miss the cache).
+    for suffix in _SUFFIXES if w[-1:] in _SUFFIX_ENDS else ():
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             if suffix == "s" and w.endswith("ss"):
                 break

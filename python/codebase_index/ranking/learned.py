@@ -290,4 +290,4 @@ def rank_learned(
     # into relative odds, which diversify's decay then halves per repeated chunk of a file.
     probs = np.exp(scores - float(scores.max()))
     items = [(c.doc, c.path, float(p)) for c, p in zip(cands, probs, strict=True)]
-    return [Ranked(doc, score) for doc, score in diversify(items, REPEAT_DECAY)]
+    return diversify(items, REPEAT_DECAY)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import NamedTuple, TypeVar
 
+from ..search import Hit
 from .features import (
     Penalties,
     definition_score,
@@ -40,9 +41,8 @@ class Candidate(NamedTuple):
     shadowed: bool = False  # a private module behind a public one (see `shadowed_private`)
 
 
-class Ranked(NamedTuple):
-    doc: int
-    score: float
+# The scorer's output is the search's hit type itself: no copy per candidate between the stages.
+Ranked = Hit
 
 
 @dataclass(frozen=True)
@@ -88,21 +88,21 @@ class RankParams:
     penalties: Penalties = field(default_factory=Penalties)
 
 
-def diversify(items: Sequence[tuple[int, str, float]], decay: float) -> list[tuple[int, float]]:
+def diversify(items: Sequence[tuple[int, str, float]], decay: float) -> list[Hit]:
     """Reorder (doc, file, score) so repeated chunks of one file sink: the n-th chunk of a file (n from
     0, in score order) keeps score * decay**n. decay 1.0 leaves the order alone.
 
     >>> diversify([(1, "a", 1.0), (2, "a", 0.9), (3, "b", 0.6)], 0.5)
-    [(1, 1.0), (3, 0.6), (2, 0.45)]
+    [Hit(doc=1, score=1.0), Hit(doc=3, score=0.6), Hit(doc=2, score=0.45)]
     """
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"repeat decay must be within (0, 1], got {decay}")
     seen: dict[str, int] = {}
-    out: list[tuple[int, float]] = []
+    out: list[Hit] = []
     for doc, file, score in best_first(list(items), 2):
         n = seen.get(file, 0)
         seen[file] = n + 1
-        out.append((doc, score * (decay**n)))
+        out.append(Hit(doc, score * (decay**n)))
     return best_first(out, 1)
 
 
@@ -182,4 +182,4 @@ def rank(
         for path, i in best.items():
             doc, _, v = items[i]
             items[i] = (doc, path, v + p.file_mass * mass[path])
-    return [Ranked(doc, score) for doc, score in diversify(items, p.repeat_decay)]
+    return diversify(items, p.repeat_decay)

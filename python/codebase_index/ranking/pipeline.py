@@ -167,7 +167,7 @@ def rank_hits(
         ranked = rank_learned(candidates, parsed, evidence, path_weights)
     else:
         ranked = rank(candidates, parsed, params, path_weights, related, quoted)
-    out = guarantees(list(map(Hit._make, ranked)), parsed, candidates, exact, spans, quoting)
+    out = guarantees(ranked, parsed, candidates, exact, spans, quoting)
     if tail:
         # The tail keeps its fused order, scaled to sit strictly below the reranked head.
         floor = min((r.score for r in ranked), default=1.0)

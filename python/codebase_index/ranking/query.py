@@ -457,12 +457,12 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
         # A run's content words stand in the text, so a text (or literal) holding fewer of them than
         # `need`, even as substrings, cannot qualify: most are rejected before any regex (13 -> <1 ms).
         lower = text.lower()
-        if sum(1 for w in wanted if w in lower) < need:
+        if not _holds_enough(wanted, lower, need):
             out[doc] = 0
             continue
         for m in _STRING_LITERAL.finditer(text):
             literal = m.group().lower()
-            if sum(1 for w in wanted if w in literal) < need:
+            if not _holds_enough(wanted, literal, need):
                 continue
             line_start = text.rfind("\n", 0, m.start()) + 1
             if line_start > 0 and _OPENS_LINE.fullmatch(text, line_start, m.start()):
@@ -487,6 +487,19 @@ _REPORTING_LINE = re.compile(
 _OPENS_LINE = re.compile(r"\s*[rRbBfFuU]{0,2}")
 # One-line string literals (quotes, backticks) where a raised, logged or returned message is written.
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`]*`')
+
+
+def _holds_enough(words: Iterable[str], text: str, need: float) -> bool:
+    """At least `need` of `words` occur in `text` (as substrings); stops as soon as the answer is known."""
+    if need <= 0:
+        return True
+    found = 0
+    for w in words:
+        if w in text:
+            found += 1
+            if found >= need:
+                return True
+    return False
 
 
 def message_holder(spans: dict[int, int]) -> int | None:

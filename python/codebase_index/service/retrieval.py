@@ -123,6 +123,23 @@ def _docs_by_path(snap: KeywordSnapshot) -> dict[str, list[int]]:
     return cached[1]
 
 
+_TERM_IDS: weakref.WeakKeyDictionary[KeywordSnapshot, dict[str, int | None]] = weakref.WeakKeyDictionary()
+
+
+def _term_ids(store: Store, snap: KeywordSnapshot, terms: Sequence[str]) -> dict[str, int]:
+    """The vocabulary ids of `terms` (those the index has), remembered per snapshot: the same words recur
+    query after query, and a lookup in SQLite cost ~0.06 ms of a keyword search's ~2 ms. A new snapshot
+    (any write to the index) starts afresh."""
+    known = _TERM_IDS.get(snap)
+    if known is None:
+        known = _TERM_IDS.setdefault(snap, {})
+    missing = [t for t in dict.fromkeys(terms) if t not in known]
+    if missing:
+        found = store.term_ids(missing)
+        known.update({t: found.get(t) for t in missing})
+    return {t: i for t in terms if (i := known[t]) is not None}
+
+
 def _innermost(snap: KeywordSnapshot, docs: Sequence[int], line: int) -> int | None:
     """The smallest of `docs` whose lines cover `line`."""
     best: int | None = None
@@ -220,7 +237,7 @@ def keyword_candidates(
     """The keyword retriever: every document's BM25 score over the chunk text, symbol and path
     fields for the parsed query's weighted terms, and its best `pool` hits."""
     terms, term_weights = list(parsed.terms), list(parsed.term_weights)
-    ids = engine.store.term_ids(terms)
+    ids = _term_ids(engine.store, snap, terms)
     term_ids = [ids[t] for t in terms if t in ids]
     id_weights = [w for t, w in zip(terms, term_weights, strict=True) if t in ids]
     if not terms or not len(snap.docs):
