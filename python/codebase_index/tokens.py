@@ -145,7 +145,8 @@ def tokenize_query(text: str) -> list[str]:
 
 
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "es", "ed", "s")
-_SUFFIX_ENDS = frozenset(s[-1] for s in _SUFFIXES)
+# The suffixes a word ending in a given letter may have, in `_SUFFIXES` order (the first that fits wins).
+_SUFFIXES_BY_END = {end: tuple(s for s in _SUFFIXES if s[-1] == end) for end in {s[-1] for s in _SUFFIXES}}
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -161,9 +162,9 @@ def stem(word: str) -> str:
     ['polici', 'polici', 'cooki', 'cooki', 'is']
     """
     w = word.lower()
-    # Every suffix below ends in one of these letters: most words skip the loop (inflections stem ~25
-    # candidate forms per query word, and a new query's words miss the cache).
-    for suffix in _SUFFIXES if w[-1:] in _SUFFIX_ENDS else ():
+    # Only the suffixes ending in the word's last letter are tried: inflections stems ~25 candidate forms
+    # per query word, and a new query's words miss the cache.
+    for suffix in _SUFFIXES_BY_END.get(w[-1:], ()):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             if suffix == "s" and w.endswith("ss"):
                 break

@@ -87,11 +87,11 @@ def definition_score(symbol: str, parsed: ParsedQuery) -> float:
     """
     if not symbol or not parsed.identifiers:
         return 0.0
-    return _definition_score(symbol, parsed.identifiers)
+    return definition_match(symbol, parsed.identifiers)
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _definition_score(symbol: str, identifiers: tuple[str, ...]) -> float:
+def definition_match(symbol: str, identifiers: tuple[str, ...]) -> float:
     """`definition_score` of a symbol against the query's identifiers. Cached: the rank stage scores each
     candidate and the guarantees ask again for the same ones (`pipeline.guaranteed_first`)."""
     # Every match below needs some wanted last name equal to one of the symbol's normalised components,

@@ -15,7 +15,7 @@ from typing import NamedTuple, TypeVar
 from ..search import Hit
 from .features import (
     Penalties,
-    definition_score,
+    definition_match,
     file_coherence,
     file_mass,
     file_penalty,
@@ -134,44 +134,59 @@ def rank(
     finally repeated chunks of one file are decayed so other plausible files surface.
     """
     p = params or RankParams()
-    cands = list(candidates)
+    cands = candidates if isinstance(candidates, list) else list(candidates)
     if not cands:
         return []
-    top = max(c.score for c in cands)
+    top = max([c[4] for c in cands])
     scale = 1.0 / top if top > 0 else 1.0
-    per_chunk: list[tuple[Candidate, float]] = []
+    # One pass, the same arithmetic in the same order as a plain per-candidate loop; locals instead of
+    # attribute lookups (this loop runs over ~100 candidates per search).
+    values: list[float] = []
     by_file: dict[str, list[float]] = {}
     per_path: dict[str, tuple[float, float]] = {}  # path -> (path bonus, file penalty): chunks share files
     definition = p.symbol_definition if parsed.symbol_query else p.definition
+    identifiers = parsed.identifiers
+    path_weight, abbreviation, penalties = p.path, p.path_abbreviation, p.penalties
+    superseded_factor, shadowed_factor = penalties.superseded, penalties.shadowed
+    stem_weight, quoted_bonus, relation_bonus = p.stem, p.quoted, p.relation
     for c in cands:
-        base = max(0.0, c.score * scale)
-        # Without identifiers definition_score is 0 (a description: no call per candidate).
-        bonus = definition * definition_score(c.symbol, parsed) if parsed.identifiers else 0.0
-        if p.stem:
-            bonus += p.stem * stem_overlap(c.symbol, parsed)
-        found = per_path.get(c.path)
+        doc, path, symbol, _, score, superseded, shadowed = c
+        scaled = score * scale
+        base = scaled if scaled > 0.0 else 0.0  # max(0.0, scaled)
+        # Without identifiers the definition score is 0 (a description: no call per candidate).
+        bonus = definition * definition_match(symbol, identifiers) if identifiers and symbol else 0.0
+        if stem_weight:
+            bonus += stem_weight * stem_overlap(symbol, parsed)
+        found = per_path.get(path)
         if found is None:
             found = (
-                p.path * path_score(c.path, parsed, p.path_abbreviation, path_weights),
-                file_penalty(c.path, parsed, p.penalties),
+                path_weight * path_score(path, parsed, abbreviation, path_weights),
+                file_penalty(path, parsed, penalties),
             )
-            per_path[c.path] = found
+            per_path[path] = found
         bonus += found[0]
-        if c.doc in quoted:
-            bonus += p.quoted
+        if doc in quoted:
+            bonus += quoted_bonus
         value = (base + bonus * base**0.5) * found[1]
-        if c.superseded:
-            value *= p.penalties.superseded
-        if c.shadowed:
-            value *= p.penalties.shadowed
-        if c.doc in relation:
+        if superseded:
+            value *= superseded_factor
+        if shadowed:
+            value *= shadowed_factor
+        if doc in relation:
             # The graph's answer to a relation question ("who calls X": a caller) outranks every chunk
             # that only matches the words, the named symbol's own definition included.
-            value += p.relation
-        per_chunk.append((c, value))
-        by_file.setdefault(c.path, []).append(value)
-    coherence = {path: file_coherence(vals, p.coherence_chunks) for path, vals in by_file.items()}
-    items = [(c.doc, c.path, v + p.coherence * coherence[c.path]) for c, v in per_chunk]
+            value += relation_bonus
+        values.append(value)
+        chunk_values = by_file.get(path)
+        if chunk_values is None:
+            by_file[path] = [value]
+        else:
+            chunk_values.append(value)
+    coherence_weight, coherence_chunks = p.coherence, p.coherence_chunks
+    coherence = {
+        path: coherence_weight * file_coherence(vals, coherence_chunks) for path, vals in by_file.items()
+    }
+    items = [(c[0], c[1], v + coherence[c[1]]) for c, v in zip(cands, values, strict=True)]
     if p.file_mass and not parsed.literal:
         # Only each file's best chunk: the file is lifted once, its other chunks still decay behind it.
         mass = file_mass(by_file)

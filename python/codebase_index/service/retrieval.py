@@ -179,7 +179,8 @@ def search(
     literal = literal_retrieve(engine.store, snap, parsed, mask, keyword_scores)
     texts = head_texts(engine, parsed, snap, keyword_hits, literal.texts)
     exact = exact_docs(parsed, literal, texts)
-    spans = verbatim_spans(parsed, {**texts, **literal.texts}.items()) if may_hold_message(parsed) else {}
+    read = {**texts, **literal.texts}  # chunk texts read so far, by document: formatting reuses them
+    spans = verbatim_spans(parsed, read.items()) if may_hold_message(parsed) else {}
 
     def answer(
         strategy: str,
@@ -206,7 +207,7 @@ def search(
             literal=literal if keyed else NO_EVIDENCE,
         )
         ranked, rerank_note = external_rerank(engine, query, snap, fused)
-        return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note))
+        return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note), read)
 
     def keyword_only(strategy: str, note: str = "") -> SearchResponse:
         hits = keyword_hits
@@ -431,22 +432,30 @@ def respond(
     snap: KeywordSnapshot,
     hits: Sequence[Hit],
     note: str | None = None,
+    known: Mapping[int, str] | None = None,
 ) -> SearchResponse:
+    """The answer to send; `known`: chunk texts the search already read (by document), not read again."""
     return SearchResponse(
         query=query,
         strategy=strategy,
         top_k=top_k,
-        results=to_results(engine.store, snap, [(h.doc, h.score) for h in hits]),
+        results=to_results(engine.store, snap, [(h.doc, h.score) for h in hits], known),
         note=note or None,
     )
 
 
-def to_results(store: Store, snap: KeywordSnapshot, hits: Sequence[tuple[int, float]]) -> list[SearchResult]:
+def to_results(
+    store: Store,
+    snap: KeywordSnapshot,
+    hits: Sequence[tuple[int, float]],
+    known: Mapping[int, str] | None = None,
+) -> list[SearchResult]:
+    known = known or {}
     docs = [snap.docs[doc] for doc, _ in hits]
-    texts = chunk_texts(store, [d.chunk_id for d in docs])
+    texts = chunk_texts(store, [d.chunk_id for (n, _), d in zip(hits, docs, strict=True) if n not in known])
     results = []
-    for doc, (_, score) in zip(docs, hits, strict=True):
-        text = texts.get(doc.chunk_id, "")
+    for (n, score), doc in zip(hits, docs, strict=True):
+        text = known[n] if n in known else texts.get(doc.chunk_id, "")
         results.append(
             SearchResult(
                 id=doc.chunk_id,
