@@ -23,8 +23,8 @@ from .features import (
     superseded_dirs,
 )
 from .fusion import complete_keyword, file_ranks, fuse, fuse_rrf, fuse_weighted
-from .model import Candidate, Ranked, RankParams, diversify, rank
-from .pipeline import merge_external, rank_hits
+from .model import Candidate, PathFeatures, Ranked, RankParams, diversify, rank
+from .pipeline import merge_external, prepare, rank_hits
 from .query import (
     STYLES,
     ParsedQuery,
@@ -45,6 +45,7 @@ __all__ = [
     "STYLES",
     "Candidate",
     "ParsedQuery",
+    "PathFeatures",
     "Penalties",
     "RankParams",
     "Ranked",
@@ -69,6 +70,7 @@ __all__ = [
     "parse_query",
     "path_score",
     "path_stem_weights",
+    "prepare",
     "quotes_query",
     "rank",
     "rank_hits",

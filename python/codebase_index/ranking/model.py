@@ -118,6 +118,31 @@ def best_first(items: list[_T], score: int) -> list[_T]:
     return items
 
 
+# (path bonus, file penalty) per file path: what the scorer needs of a candidate's file (`path_features`).
+PathFeatures = dict[str, tuple[float, float]]
+
+
+def path_features(
+    paths: Iterable[str],
+    parsed: ParsedQuery,
+    params: RankParams | None = None,
+    path_weights: Mapping[str, float] | None = None,
+    into: PathFeatures | None = None,
+) -> PathFeatures:
+    """The scorer's per-file features of `paths` (added to `into` when given). A hybrid search computes
+    them for the keyword candidates while the query vector is being computed, so that `rank` (given them
+    as `paths`) scores only the files the vectors add once the vector arrives."""
+    p = params or RankParams()
+    out: PathFeatures = {} if into is None else into
+    for path in paths:
+        if path not in out:
+            out[path] = (
+                p.path * path_score(path, parsed, p.path_abbreviation, path_weights),
+                file_penalty(path, parsed, p.penalties),
+            )
+    return out
+
+
 def rank(
     candidates: Iterable[Candidate],
     parsed: ParsedQuery,
@@ -125,13 +150,15 @@ def rank(
     path_weights: Mapping[str, float] | None = None,
     relation: frozenset[int] = frozenset(),
     quoted: frozenset[int] = frozenset(),
+    paths: PathFeatures | None = None,
 ) -> list[Ranked]:
     """Rerank first-stage candidates (any score scale, higher is better) into the final order.
 
     Per chunk: normalised first-stage score, plus definition, identifier-stem and path bonuses, times
     the file-kind penalty; per file: a coherence bonus from its other matching chunks and, for
     descriptions, a bonus on its best chunk from its share of all the candidates' score (`file_mass`);
-    finally repeated chunks of one file are decayed so other plausible files surface.
+    finally repeated chunks of one file are decayed so other plausible files surface. `paths`: per-file
+    features computed ahead (`path_features`, same parameters); the others are computed here.
     """
     p = params or RankParams()
     cands = candidates if isinstance(candidates, list) else list(candidates)
@@ -143,7 +170,7 @@ def rank(
     # attribute lookups (this loop runs over ~100 candidates per search).
     values: list[float] = []
     by_file: dict[str, list[float]] = {}
-    per_path: dict[str, tuple[float, float]] = {}  # path -> (path bonus, file penalty): chunks share files
+    per_path: PathFeatures = dict(paths) if paths else {}  # chunks share files: one computation per file
     definition = p.symbol_definition if parsed.symbol_query else p.definition
     identifiers = parsed.identifiers
     path_weight, abbreviation, penalties = p.path, p.path_abbreviation, p.penalties

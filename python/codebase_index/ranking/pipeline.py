@@ -7,17 +7,17 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ..search import Hit, KeywordSnapshot
-from .features import definition_score, path_stem_weights, shadowed_private, superseded_dirs
+from .features import definition_match, definition_score, path_stem_weights, shadowed_private, superseded_dirs
 from .fusion import fuse
 from .learned import Evidence, rank_learned
 from .literals import Literal
-from .model import Candidate, RankParams, rank
+from .model import Candidate, PathFeatures, RankParams, path_features, rank
 from .query import ParsedQuery, message_holder
 
 if TYPE_CHECKING:
@@ -90,6 +90,30 @@ def layout_of(snap: KeywordSnapshot) -> Layout:
     return cached[1]
 
 
+def prepare(
+    parsed: ParsedQuery,
+    snap: KeywordSnapshot,
+    docs: Iterable[int],
+    config: SearchConfig,
+    params: RankParams | None = None,
+) -> PathFeatures:
+    """What the rank stage can compute of candidates known before the query vector arrives (the keyword,
+    graph and exact-text retrievers' documents), computed while it is being computed: their files'
+    features (`model.path_features`, passed to `rank_hits` as `paths`) and their symbols' definition
+    match (cached by `features.definition_match`). Only the rules scorer uses them."""
+    if config.ranker != "rules":
+        return {}
+    rows = snap.docs
+    found = [rows[d] for d in dict.fromkeys(docs)]
+    if parsed.identifiers:
+        for row in found:
+            if row.symbol:
+                definition_match(row.symbol, parsed.identifiers)
+    return path_features(
+        dict.fromkeys(row.path for row in found), parsed, params, layout_of(snap).path_weights
+    )
+
+
 def rank_hits(
     parsed: ParsedQuery,
     snap: KeywordSnapshot,
@@ -103,6 +127,7 @@ def rank_hits(
     exact: Sequence[int] = (),
     spans: Mapping[int, int] | None = None,
     literal: Mapping[int, tuple[Literal, ...]] | None = None,
+    paths: PathFeatures | None = None,
 ) -> list[Hit]:
     """THE ranking entry point of every search mode: fuse the retrievers' candidates (either list may
     be empty), rerank the best `config.rerank_top_n` with the code-aware signals, keep the rest after
@@ -112,7 +137,8 @@ def rank_hits(
     first); they join the head as candidates with their relation as a feature. `exact`: the keyword
     candidates whose text holds the whole query verbatim (see `guarantees`); `spans`: the longest verbatim
     run of the query's words in each candidate whose text was read (`query.verbatim_spans`); `literal`:
-    the literals of the query each document holds verbatim (`codebase_index.literal`). The exact-text
+    the literals of the query each document holds verbatim (`codebase_index.literal`); `paths`: the
+    candidates' file features computed ahead (`prepare`). The exact-text
     evidence (the exact holders, the message holder, quoted-string holders) joins the head like the
     graph's answers, wherever the other retrievers put it."""
     spans = spans or {}
@@ -166,7 +192,7 @@ def rank_hits(
     if config.ranker == "learned":
         ranked = rank_learned(candidates, parsed, evidence, path_weights)
     else:
-        ranked = rank(candidates, parsed, params, path_weights, related, quoted)
+        ranked = rank(candidates, parsed, params, path_weights, related, quoted, paths)
     out = guarantees(ranked, parsed, candidates, exact, spans, quoting)
     if tail:
         # The tail keeps its fused order, scaled to sit strictly below the reranked head.

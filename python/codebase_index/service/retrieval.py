@@ -20,11 +20,13 @@ from ..literal import retrieve as literal_retrieve
 from ..models import SearchResult
 from ..ranking import (
     ParsedQuery,
+    PathFeatures,
     is_quotation,
     may_hold_message,
     may_quote,
     merge_external,
     parse_query,
+    prepare,
     quotes_query,
     rank_hits,
     verbatim_spans,
@@ -80,6 +82,7 @@ def fuse(
     exact: Sequence[int] = (),
     spans: Mapping[int, int] | None = None,
     literal: LiteralEvidence = NO_EVIDENCE,
+    paths: PathFeatures | None = None,
 ) -> list[Hit]:
     """THE fusion/ranking entry point of every search: candidates from both retrievers in (either list
     may be empty), final order out: fusion, then the code-aware rerank of `ranking.rank_hits`.
@@ -102,6 +105,7 @@ def fuse(
         exact=exact,
         spans=spans,
         literal=literal.matches,
+        paths=paths,
     )
 
 
@@ -189,6 +193,7 @@ def search(
         note: str = "",
         scores: np.ndarray | None = None,
         verbatim: bool = False,
+        paths: PathFeatures | None = None,
     ) -> SearchResponse:
         """Fuse and rank the candidates (semantic mode: the vectors alone, no keyword-side evidence), let
         a configured reranker reorder the head, and format the top `top_k`."""
@@ -205,6 +210,7 @@ def search(
             exact=exact if keyed else (),
             spans=spans if keyed else None,
             literal=literal if keyed else NO_EVIDENCE,
+            paths=paths if keyed else None,
         )
         ranked, rerank_note = external_rerank(engine, query, snap, fused)
         return respond(engine, query, strategy, top_k, snap, ranked[:top_k], _join(note, rerank_note), read)
@@ -221,6 +227,17 @@ def search(
         return keyword_only("keyword-fallback", note)
     # Before waiting for the query vector: it needs only the keyword candidates' texts.
     verbatim = mode != "semantic" and head_quotes_query(parsed, snap, texts)
+    # So is the rank stage's work on the candidates known already: the vector adds only its own.
+    ahead = (
+        prepare(
+            parsed,
+            snap,
+            [*(h.doc for h in keyword_hits), *relation, *exact, *literal.matches],
+            engine.config.search,
+        )
+        if mode != "semantic"
+        else None
+    )
     try:
         query_vector = pending.result()
     except QueryEmbeddingError as exc:
@@ -229,7 +246,9 @@ def search(
     if mode == "semantic":
         return answer("semantic", [], semantic_hits)
     strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
-    return answer(strategy, keyword_hits, semantic_hits, scores=keyword_scores, verbatim=verbatim)
+    return answer(
+        strategy, keyword_hits, semantic_hits, scores=keyword_scores, verbatim=verbatim, paths=ahead
+    )
 
 
 def keyword_candidates(
