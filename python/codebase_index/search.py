@@ -49,6 +49,11 @@ class Hit(NamedTuple):
     score: float
 
 
+# `new_record(Hit, (doc, score))` builds a named tuple from a tuple of its fields without the Python-level
+# `__new__` a named tuple's constructor runs (0.17 vs 0.35 us): a search builds a few hundred of them.
+new_record = tuple.__new__
+
+
 class FieldWeights(msgspec.Struct, frozen=True):
     """How much each extra BM25 field adds to a chunk's content score (0 turns a field off).
 
@@ -427,7 +432,7 @@ def top_hits(scores: np.ndarray, k: int) -> list[Hit]:
     """The k best positive scores of a per-document score array (score desc, then document order)."""
     docs, top = _rank(scores, k)
     # tolist() converts the arrays in one call each (the same ints and floats as int()/float() per item).
-    return [Hit(d, s) for d, s in zip(docs.tolist(), top.tolist(), strict=True)]
+    return [new_record(Hit, pair) for pair in zip(docs.tolist(), top.tolist(), strict=True)]
 
 
 def normalize_directory(directory: str) -> str:

@@ -145,14 +145,12 @@ def _path_parts(path: str) -> tuple[frozenset[str], frozenset[str]]:
     )
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _abbreviated_in(parts: frozenset[str], word: str) -> bool:
-    """Some part is a code abbreviation of `word`: a prefix of at least 3 letters, 2+ letters shorter
-    (`impl` ~ implementations, `ser` ~ serialization, `cfg` is not caught). Cached (the same folders and
-    query words recur) and tested inline (this runs for most query stems of every file a first query
-    ranks, before the cache has seen its words)."""
-    n = len(word)
-    return n >= 5 and any(3 <= len(part) <= n - 2 and word.startswith(part) for part in parts)
+@functools.lru_cache(maxsize=1 << 10)
+def _abbreviation_heads(stems: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Per stem of 5+ letters, the prefixes a path part abbreviating it may be: a code abbreviation of a
+    word is a prefix of at least 3 letters, 2+ letters shorter (`impl` ~ implementations, `ser` ~
+    serialization; `cfg` is not caught). Per query, so that each file costs one set test per word."""
+    return {s: frozenset(s[:k] for k in range(3, len(s) - 1)) for s in stems if len(s) >= 5}
 
 
 def path_score(
@@ -182,6 +180,7 @@ def path_score(
     if not parsed.stems:
         return 0.0
     name_stems, dir_stems = _path_parts(path)
+    prefixes = _abbreviation_heads(parsed.stems) if abbreviation else {}
     in_name: set[str] = set()
     in_dir: set[str] = set()
     for joined, run in parsed.compounds:
@@ -198,10 +197,10 @@ def path_score(
             total += w
         elif s in dir_stems or s in in_dir:
             total += 0.5 * w
-        elif abbreviation and len(s) >= 5:  # shorter words have no abbreviation (`_abbreviated_in`)
-            if _abbreviated_in(name_stems, s):
+        elif abbreviation and (heads := prefixes.get(s)) is not None:
+            if not heads.isdisjoint(name_stems):
                 total += abbreviation * w
-            elif _abbreviated_in(dir_stems, s):
+            elif not heads.isdisjoint(dir_stems):
                 total += 0.5 * abbreviation * w
     return total / norm if norm > 0 else 0.0
 

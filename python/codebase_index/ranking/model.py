@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import NamedTuple, TypeVar
 
-from ..search import Hit
+from ..search import Hit, new_record
 from .features import (
     Penalties,
     definition_match,
@@ -102,7 +102,7 @@ def diversify(items: Sequence[tuple[int, str, float]], decay: float) -> list[Hit
     for doc, file, score in best_first(list(items), 2):
         n = seen.get(file, 0)
         seen[file] = n + 1
-        out.append(Hit(doc, score * (decay**n)))
+        out.append(new_record(Hit, (doc, score * (decay**n))))
     return best_first(out, 1)
 
 

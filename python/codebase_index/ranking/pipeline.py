@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ..search import Hit, KeywordSnapshot
+from ..search import Hit, KeywordSnapshot, new_record
 from .features import definition_match, definition_score, path_stem_weights, shadowed_private, superseded_dirs
 from .fusion import fuse
 from .learned import Evidence, rank_learned
@@ -175,7 +175,9 @@ def rank_hits(
     candidates = []
     for (d, s), flag in zip(head, flags, strict=True):
         doc = docs[d]
-        candidates.append(Candidate(d, doc.path, doc.symbol, doc.kind, s, bool(flag & 1), bool(flag & 2)))
+        candidates.append(
+            new_record(Candidate, (d, doc.path, doc.symbol, doc.kind, s, bool(flag & 1), bool(flag & 2)))
+        )
     recording = _CAPTURE.get()
     if config.ranker == "learned" or recording is not None:
         evidence = Evidence(
