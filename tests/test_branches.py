@@ -62,6 +62,36 @@ def test_worktree_and_detached_head_are_read_from_git_files(repo: Path, tmp_path
     assert gitfiles.project_marker(tmp_path) is None
 
 
+def test_branch_reader_follows_checkouts_without_rereading_an_unchanged_head(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The engine asks for the branch on every search: `BranchReader` answers from two stat calls while
+    nothing changed, and sees every checkout (a new branch, a detached HEAD, back), in a worktree too."""
+    reads: list[Path] = []
+    real = gitfiles.current_branch
+    monkeypatch.setattr(gitfiles, "current_branch", lambda root: reads.append(root) or real(root))
+    reader = gitfiles.BranchReader(repo)
+    assert [reader() for _ in range(5)] == ["main"] * 5
+    assert len(reads) == 2  # the first call learns where HEAD is, the second its signature
+    git(repo, "checkout", "-q", "-b", "feature/y")
+    assert reader() == "feature/y"
+    sha = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "--detach")
+    assert reader() == f"detached:{sha}"
+    git(repo, "checkout", "-q", "main")
+    assert reader() == "main"
+    settled = len(reads)
+    assert reader() == reader() == "main" and len(reads) <= settled + 1
+    wt = tmp_path / "wt2"
+    git(repo, "worktree", "add", "-q", "-b", "feature/z", str(wt))
+    in_worktree = gitfiles.BranchReader(wt)
+    assert in_worktree() == "feature/z"
+    git(wt, "checkout", "-q", "-b", "feature/w")
+    assert in_worktree() == "feature/w" and reader() == "main"
+    outside = gitfiles.BranchReader(tmp_path)
+    assert outside() == gitfiles.NO_GIT_BRANCH
+
+
 def test_no_change_run_writes_nothing_and_a_same_size_edit_is_seen(engine: Engine, repo: Path) -> None:
     engine.index()
     generation = engine.store.generation()

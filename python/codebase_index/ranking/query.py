@@ -401,10 +401,14 @@ def exact_matches(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> list
     >>> exact_matches(parse_query("if x  is None:"), [(1, "y = 2"), (2, "    if x is None:\\n  return")])
     [2]
     """
-    wanted = " ".join(parsed.text.split())
-    if not wanted:
+    words = parsed.text.split()
+    if not words:
         return []
-    return [doc for doc, text in texts if wanted in " ".join(text.split())]
+    wanted = " ".join(words)
+    # A text holding the query holds its longest word as it is (a word has no whitespace to normalise):
+    # testing that first spares normalising the whitespace of most texts.
+    longest = max(words, key=len)
+    return [doc for doc, text in texts if longest in text and wanted in " ".join(text.split())]
 
 
 # A pasted message inside other words ("why does it fail with unsupported compression method", "getting

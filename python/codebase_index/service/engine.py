@@ -24,7 +24,7 @@ import numpy as np
 from .. import knowledge, problems, repair, upkeep
 from ..config import Config, index_dir, load_config
 from ..embedder import META_MODEL, EmbedProgressFn, EmbedReport, switch_model
-from ..git import current_branch
+from ..git import BranchReader
 from ..graph.extractor import ExtractReport
 from ..graph.refresher import GraphRefresher
 from ..graph.store import EdgeRefresh
@@ -64,6 +64,7 @@ class Engine:
         self.root = root.resolve()
         if not self.root.is_dir():
             raise FileNotFoundError(f"project root {root} is not a directory")
+        self._branch_reader = BranchReader(self.root)
         self.config = config if config is not None else load_config(self.root)
         self.index_dir = index_path.resolve() if index_path else index_dir(self.root, self.config)
         self.workers = workers if workers is not None else max(1, min(2, os.cpu_count() or 1))
@@ -141,7 +142,7 @@ class Engine:
         ) is not None
 
     def branch(self) -> str:
-        return current_branch(self.root)
+        return self._branch_reader()
 
     # -- indexing -----------------------------------------------------------------------------------
 
