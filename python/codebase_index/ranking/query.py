@@ -61,13 +61,15 @@ _QUESTION_WORDS = frozenset(
         "classes",
     ]
 )
-_IDENTIFIER_SHAPES = (
-    re.compile(r"[a-z0-9][A-Z]"),  # camelCase, getUserById
-    re.compile(r"[A-Z]{2,}[a-z]"),  # HTTPServer
-    re.compile(r"\w_\w|^_\w"),  # snake_case, _private
-    re.compile(r"\w(::|\.|->|#)\w"),  # Foo::bar, pkg.func, obj->f, Class#method
-    re.compile(r"\w\(\)?$"),  # call()
+# One search over the alternatives (a word has an identifier's shape when any of them occurs in it).
+_IDENTIFIER_SHAPE = re.compile(
+    r"[a-z0-9][A-Z]"  # camelCase, getUserById
+    r"|[A-Z]{2,}[a-z]"  # HTTPServer
+    r"|\w_\w|^_\w"  # snake_case, _private
+    r"|\w(?:::|\.|->|#)\w"  # Foo::bar, pkg.func, obj->f, Class#method
+    r"|\w\(\)?$"  # call()
 )
+_WORD_CHAR = re.compile(r"\w")
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog"})
 _EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "sample", "samples"})
@@ -135,9 +137,9 @@ def parse_query(query: str) -> ParsedQuery:
     identifiers: list[str] = []
     for raw in raw_words:
         word = raw.strip("`'\",;:!?()[]{}<>")
-        if not word or not re.search(r"\w", word):
+        if not word or not _WORD_CHAR.search(word):
             continue
-        if any(shape.search(word) for shape in _IDENTIFIER_SHAPES):
+        if _IDENTIFIER_SHAPE.search(word):
             identifiers.append(word.rstrip("()"))
     single = len(raw_words) == 1 and bool(
         re.fullmatch(r"[\w:.#>\-]+\(?\)?", raw_words[0] if raw_words else "")
