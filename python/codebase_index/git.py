@@ -11,6 +11,7 @@ watcher need both.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 NO_GIT_BRANCH = "default"
@@ -82,6 +83,7 @@ class BranchReader:
         self._head: str | None = None
         self._key: tuple[object, ...] | None = None
         self._branch = NO_GIT_BRANCH
+        self._lock = threading.Lock()
 
     def __call__(self) -> str:
         try:
@@ -91,14 +93,15 @@ class BranchReader:
             )
         except OSError:
             key = None  # no .git (yet), or HEAD moved: read afresh
-        if key is not None and key == self._key:
+        with self._lock:  # the key and the branch it was read with are replaced together
+            if key is not None and key == self._key:
+                return self._branch
+            # The signatures were taken before the read: a change during it shows as a new key next time.
+            gdir = git_dir(self.root)
+            self._head = str(gdir / "HEAD") if gdir is not None else None
+            self._branch = current_branch(self.root)
+            self._key = key if key is not None and key[1] is not None else None
             return self._branch
-        # The signatures were taken before the read: a change during it shows as a new key next time.
-        gdir = git_dir(self.root)
-        self._head = str(gdir / "HEAD") if gdir is not None else None
-        self._branch = current_branch(self.root)
-        self._key = key if key is not None and key[1] is not None else None
-        return self._branch
 
 
 def local_branches(root: Path) -> set[str] | None:
