@@ -136,7 +136,11 @@ def _query_rows(
     got = seen[-1]
     x = feature_matrix(got.candidates, got.parsed, got.evidence, got.path_weights)
     # The hand-set scorer's order of the same candidates, to compare against on the table.
-    by_rules = rank(got.candidates, got.parsed, None, got.path_weights, got.evidence.relation)
+    # As the engine calls it (`pipeline.rank_hits`): with the chunks holding a string the query quotes.
+    quoted = frozenset(
+        d for d, found in got.evidence.literal.items() if any(lit.kind == "quoted" for lit in found)
+    )
+    by_rules = rank(got.candidates, got.parsed, None, got.path_weights, got.evidence.relation, quoted)
     position = {r.doc: i for i, r in enumerate(by_rules)}
     rules_rank = np.array([position[c.doc] for c in got.candidates], dtype=np.int32)
     first = guaranteed_first(got.parsed, got.candidates, got.exact, got.evidence.spans, got.quoting)
