@@ -19,8 +19,11 @@ from pathlib import Path
 
 from codebase_index.service import Engine
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_paths import SHARED_BENCH
+
 HERE = Path(__file__).resolve().parent
-DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench"
+DEFAULT_BENCH = SHARED_BENCH
 
 
 def one_run(root: Path, *, graph: bool) -> dict[str, float]:

@@ -28,16 +28,12 @@ from codebase_index.context.tokens import counter
 from codebase_index.format import format_search
 from codebase_index.service import Engine
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_paths import SHARED_BENCH
+
 HERE = Path(__file__).resolve().parent
 # ../shared/bench beside the checkout (a worktree under /work/wt/NAME looks two levels up).
-DEFAULT_BENCH = next(
-    (
-        p
-        for p in (HERE.parent.parent / "shared" / "bench", HERE.parents[2] / "shared" / "bench")
-        if p.is_dir()
-    ),
-    HERE.parent.parent / "shared" / "bench",
-)
+DEFAULT_BENCH = SHARED_BENCH
 BUDGETS = (500, 1000, 1500, 2000)
 FIRST_HIT_BUDGET = 2000
 _WORD = re.compile(r"[A-Za-z0-9_]+")

@@ -36,11 +36,14 @@ from codebase_index.config import Config, load_config
 from codebase_index.embeddings import EmbeddingProvider, create_embedded_provider
 from codebase_index.service import Engine
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_paths import SHARED_BENCH
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_vectors import bench_queries, stdlib_subset  # noqa: E402
 
-DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench"
+DEFAULT_BENCH = SHARED_BENCH
 BACKENDS = ("numpy", "onnx")
 
 

@@ -35,12 +35,12 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_paths import SHARED_BENCH
+
 HERE = Path(__file__).resolve().parent
 # ../shared/bench beside the main checkout (also found from a worktree under /work/wt/NAME).
-DEFAULT_BENCH = next(
-    (p / "shared" / "bench" for p in HERE.parents[1:3] if (p / "shared" / "bench").is_dir()),
-    HERE.parent.parent / "shared" / "bench",
-)
+DEFAULT_BENCH = SHARED_BENCH
 # A few repositories of several languages and sizes: `make bench` runs these (about a minute).
 QUICK_REPOS = ("requests", "tokio", "zod", "gson", "gin", "monolog")
 MODES = ("keyword", "hybrid")

@@ -41,8 +41,11 @@ from codebase_index.embeddings.blas_threads import single_blas_thread
 from codebase_index.service import Engine
 from codebase_index.vectors import exact_top_k
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_paths import SHARED_BENCH
+
 HERE = Path(__file__).resolve().parent
-DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench"
+DEFAULT_BENCH = SHARED_BENCH
 EMBEDDED = msgspec.convert({"embeddingProvider": "embedded"}, Config)
 
 

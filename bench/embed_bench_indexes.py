@@ -18,8 +18,11 @@ from codebase_index import embedder
 from codebase_index.config import load_config
 from codebase_index.service import Engine
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_paths import SHARED_BENCH
+
 HERE = Path(__file__).resolve().parent
-DEFAULT_BENCH = HERE.parent.parent / "shared" / "bench"
+DEFAULT_BENCH = SHARED_BENCH
 
 
 def main() -> int:
