@@ -9,7 +9,9 @@ Printed:
     result is the target's chunk (and whose first result is in the target's file)
   - "relation questions answered by a caller in the top 3": the share of relation queries with a
     caller's chunk (file) among the first 3 results
-`--save` writes every query's result (ranks, the first 5 results) for a diagnosis.
+`--save` writes every query's result (ranks, the first 5 results) for a diagnosis. Change descriptions
+check out branches of the sets' shared changes/ clones: two runs take turns on a lock there, but
+`train_ranker.py extract` does not take it, so do not run it beside this.
 
 Usage:
     python bench/acceptance.py [--manifest ~/.cache/codebase-index-train/manifest.json] [--split validation]
@@ -19,6 +21,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import subprocess
 import sys
@@ -60,13 +63,15 @@ def change_results(base: Path, mode: str, ranker: str | None) -> list[QueryResul
         config = msgspec.structs.replace(config, search=msgspec.structs.replace(config.search, ranker=ranker))
     out: list[QueryResult] = []
     clone = base / "changes"
-    for entry, golden in zip(entries, parse_golden(entries, str(path)), strict=True):
-        subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-f", entry["branch"]], check=True)
-        engine = Engine(clone, config, index_path=base / "changes-index")
-        try:
-            out += evaluate(engine, [golden], mode=mode, warmup=False).queries
-        finally:
-            engine.close()
+    with (clone / ".git" / "acceptance.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run would check out other branches under us
+        for entry, golden in zip(entries, parse_golden(entries, str(path)), strict=True):
+            subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-f", entry["branch"]], check=True)
+            engine = Engine(clone, config, index_path=base / "changes-index")
+            try:
+                out += evaluate(engine, [golden], mode=mode, warmup=False).queries
+            finally:
+                engine.close()
     return out
 
 
