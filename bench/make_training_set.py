@@ -268,23 +268,30 @@ def relations(spec: dict[str, Any], base: Path, seed: int) -> int:
                 or _TEST_SYMBOL.search(root.symbol_id)
             ):
                 continue
-            callers = {(e.caller_path, e.caller) for e in graph.edges if e.caller != MODULE_CALLER}
-            callers.discard((graph.roots[0].path, graph.roots[0].name))  # recursion is not an answer
+            callers: dict[tuple[str, str], set[int]] = {}
+            for e in graph.edges:
+                if e.caller != MODULE_CALLER:
+                    callers.setdefault((e.caller_path, e.caller), set()).add(e.line)
+            callers.pop((graph.roots[0].path, graph.roots[0].name), None)  # recursion is not an answer
             if not 1 <= len(callers) <= 5:
                 continue
-            targets = []
-            for path, qualified in sorted(callers):
+            targets: list[dict[str, Any]] = []
+            for (path, qualified), lines in sorted(callers.items()):
+                # An overloaded caller (Java, C#) is several definitions of one qualified name: the
+                # targets are those holding a call, not the first overload.
                 spans = store.definitions(branch, f"{path}#{qualified}")
-                if spans:
-                    targets.append(
-                        {"path": path, "start_line": spans[0].start_line, "end_line": spans[0].end_line}
-                    )
-            if len(targets) != len(callers):
-                continue
-            language = language_of(graph.roots[0].path, spec["language"]) or spec["language"]
-            entry = _entry(spec, "relation", ts.relation_question(name, rng), targets, language)
-            entry["symbol"] = graph.roots[0].symbol_id
-            found.append(entry)
+                calling = [s for s in spans if any(s.start_line <= n <= s.end_line for n in lines)]
+                targets += [
+                    {"path": path, "start_line": s.start_line, "end_line": s.end_line}
+                    for s in (calling or spans[:1])
+                ]
+                if not spans:
+                    break
+            else:
+                language = language_of(graph.roots[0].path, spec["language"]) or spec["language"]
+                entry = _entry(spec, "relation", ts.relation_question(name, rng), targets, language)
+                entry["symbol"] = graph.roots[0].symbol_id
+                found.append(entry)
     finally:
         engine.close()
     (base / "golden.json").write_text(json.dumps(golden + found, indent=1))
