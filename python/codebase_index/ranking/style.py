@@ -225,8 +225,8 @@ _END = r"\s*\??\s*$"
 _RELATIONS = (
     (
         re.compile(
-            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+(?:calls?|invokes?)|(?:find\s+|list\s+|show\s+)?"
-            r"(?:the\s+|all\s+)?callers\s+(?:of|for))\s+" + _NAME + _END,
+            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+(?:calls?|invokes?)|(?:find\s+|list\s+|show\s+(?:me\s+)?)?"
+            r"(?:the\s+|all\s+)?(?:callers|call[\s-]?sites)\s+(?:of|for))\s+" + _NAME + _END,
             re.IGNORECASE,
         ),
         "callers",
@@ -241,7 +241,7 @@ _RELATIONS = (
     ),
     (
         re.compile(
-            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+uses|(?:find\s+|list\s+|show\s+)?(?:all\s+)?"
+            r"^\s*(?:(?:who|what|which(?:\s+\w+){0,2}?)\s+uses|(?:find\s+|list\s+|show\s+(?:me\s+)?)?(?:the\s+|all\s+)?"
             r"(?:usages?|references?|uses)\s+(?:of|to))\s+" + _NAME + _END,
             re.IGNORECASE,
         ),
@@ -265,6 +265,8 @@ def relation_of(query: str) -> Relation | None:
     (Relation(kind='references', name='parseConfig'), None)
     >>> relation_of("what does handle_request call")
     Relation(kind='callees', name='handle_request')
+    >>> relation_of("show me the call sites of decodeFloat"), relation_of("show me the usages of Foo")
+    (Relation(kind='callers', name='decodeFloat'), Relation(kind='references', name='Foo'))
     """
     for pattern, kind in _RELATIONS:
         m = pattern.match(query)
