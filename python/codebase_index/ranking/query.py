@@ -75,6 +75,7 @@ _DOC_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tuto
 _EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "sample", "samples"})
 
 
+_TRACEBACK_HEADER = re.compile(r"\bTraceback \(most recent call last\):?")
 _QUOTED = re.compile(r"`([^`]+)`|\"([^\"]+)\"|'([^']{2,})'")
 _PATH_WORD = re.compile(r"^[\w.\-]*[\w\-]/[\w./\-]+$|^[\w\-]+\.(?:[a-z]{1,4})$")
 # Words that do not make a run of the query a quotation on their own ("it fail with", "when the").
@@ -133,7 +134,10 @@ def parse_query(query: str) -> ParsedQuery:
     >>> parse_query("Session").symbol_query, parse_query("redirect following").symbol_query
     (True, False)
     """
-    raw_words = query.split()
+    # A pasted Python traceback's header names no code: its words ("most recent call last") only pull
+    # chunks that say "last" or "call" (the header still makes the query an error, `error_shape`).
+    text = _TRACEBACK_HEADER.sub(" ", query).strip() or query
+    raw_words = text.split()
     identifiers: list[str] = []
     for raw in raw_words:
         word = raw.strip("`'\",;:!?()[]{}<>")
@@ -146,26 +150,26 @@ def parse_query(query: str) -> ParsedQuery:
     )
     if single and not identifiers:
         identifiers.append(raw_words[0].rstrip("()"))
-    tokens = [t for t in tokenize(query) if t not in QUERY_STOP_WORDS]
+    tokens = [t for t in tokenize(text) if t not in QUERY_STOP_WORDS]
     words = tuple(dict.fromkeys(t for t in tokens if t not in _QUESTION_WORDS)) or tuple(
         dict.fromkeys(tokens)
     )
     stems = frozenset(stem(w) for w in words)
-    lowered = set(tokenize(query))
-    code_like = code_shape(query)
-    question = bool(QUESTION_START.match(query))
+    lowered = set(tokenize(text))
+    code_like = code_shape(text)
+    question = bool(QUESTION_START.match(text))
     error_like = error_shape(query) and not question
     symbol_query = single
     literal = symbol_query or code_like or error_like
-    terms, term_weights = _keyword_terms(query, literal)
-    quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(query))
+    terms, term_weights = _keyword_terms(text, literal)
+    quoted = tuple(next(g for g in m.groups() if g) for m in _QUOTED.finditer(text))
     paths = tuple(w.strip("`'\",;:()") for w in raw_words if _PATH_WORD.match(w.strip("`'\",;:()")))
-    relation = relation_of(query)
+    relation = relation_of(text)
     style = classify(relation, paths, raw_words, symbol_query, code_like, error_like, question, words)
-    plain_words = tuple(_plain_words(query))
-    mentions_error = error_like or message_phrasing(query) or bool(ERROR_WORDS.search(query))
+    plain_words = tuple(_plain_words(text))
+    mentions_error = error_like or message_phrasing(text) or bool(ERROR_WORDS.search(text))
     literals = literal_fragments(
-        query,
+        text,
         quotation=code_like or error_like,
         # A pasted snippet's string literals are evidence when they read like a message ("invalid key");
         # 'abcb' or 'foo' in a doctest is test data that other doctests hold too.
