@@ -153,19 +153,35 @@ def generate(spec: dict[str, Any], mirror: Path, base: Path, seed: int) -> dict[
             styles["snippet_renamed"].append({"query": renamed, "relevant": [target], "_def": d})
     golden: list[dict[str, Any]] = []
     blanked: dict[str, list[tuple[int, int]]] = {}
+    raising = [(d, d.errors) for d in defs if d.errors]
     for style in CAPS:
         items = list({str(i["query"]): i for i in styles.get(style, [])}.values())
         for item in rng.sample(items, min(CAPS[style], len(items))):
             d = item.pop("_def")
             if style == "description" and d.doc is not None:
                 blanked.setdefault(d.path, []).append((d.doc[0], d.doc[1]))
-            golden.append(_entry(spec, style, item["query"], item["relevant"], lang_by_path[d.path]))
+            relevant: Any = item["relevant"]
+            if style in ("error", "error_pasted"):
+                relevant = relevant + error_targets(str(item["query"]), d, raising)
+            golden.append(_entry(spec, style, item["query"], relevant, lang_by_path[d.path]))
     for path, rel, language in files:
         if rel in blanked:
             text = path.read_text(encoding="utf-8", errors="replace")
             path.write_text(mvs._blank_docs(text, blanked[rel], language), encoding="utf-8")
     (base / "golden.json").write_text(json.dumps(golden, indent=1))
     return {"files": len(files), "definitions": len(defs), "queries": len(golden), "missing_blobs": missing}
+
+
+def error_targets(
+    query: str, target: mvs.Definition, raising: list[tuple[mvs.Definition, list[str]]]
+) -> list[dict[str, Any]]:
+    """The other definitions raising the message the query pastes (whole, or the part pasted): a message
+    several definitions raise ("n must be at least 1") is answered by any of them, not only by the one
+    the query was drawn from."""
+    part = max((ts.pasted_part(query, e) for e in target.errors), key=len, default="")
+    at = (target.path, target.start, target.end)
+    others = [d for d in ts.same_message_raisers(part, raising) if (d.path, d.start, d.end) != at]
+    return [{"path": d.path, "start_line": d.start, "end_line": d.end} for d in others]
 
 
 def export_tree(mirror: Path, commit: str, dest: Path) -> int:

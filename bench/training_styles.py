@@ -11,8 +11,12 @@ from __future__ import annotations
 import random
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 # ------------------------------------------------------------------ pasted errors
 
@@ -53,6 +57,40 @@ def pasted_error(message: str, kind: str, language: str, rng: random.Random) -> 
         templates += ("Traceback (most recent call last): ... {kind}: {message}",)
     template = rng.choice([t for t in templates if kind or "{kind}" not in t] or ["{message}"])
     return template.format(kind=kind, message=part, quoted=f'"{part}"')
+
+
+def pasted_part(query: str, message: str) -> str:
+    """The longest run of the message's words the (pasted) query holds verbatim: what the user pasted of
+    it (`pasted_error` keeps a contiguous part of at least 3 words).
+
+    >>> pasted_part('it fails with "n must be", how do I fix this', "n must be at least 1")
+    'n must be'
+    """
+    words = message.split()
+    for size in range(len(words), 0, -1):
+        for start in range(len(words) - size + 1):
+            part = " ".join(words[start : start + size])
+            if part in query:
+                return part
+    return ""
+
+
+def same_message_raisers(part: str, errors_by_def: Sequence[tuple[T, Sequence[str]]]) -> list[T]:
+    """The definitions whose error messages hold `part` (whole words, in order): a pasted message that
+    several definitions raise is answered by any of them, so each is a target.
+
+    >>> same_message_raisers("must be at least 1", [("a", ["n must be at least 1"]), ("b", ["must be > 0"])])
+    ['a']
+    """
+    wanted = part.split()
+    n = len(wanted)
+    if not n:
+        return []
+    return [
+        d
+        for d, errors in errors_by_def
+        if any(any(m[i : i + n] == wanted for i in range(len(m) - n + 1)) for m in map(str.split, errors))
+    ]
 
 
 # ------------------------------------------------------------------ renamed snippets

@@ -131,6 +131,19 @@ def test_pasted_error_keeps_part_of_the_message() -> None:
     assert any("ValueError" in q for q in queries)
 
 
+def test_a_pasted_message_several_definitions_raise_targets_each_of_them() -> None:
+    message = "n must be at least 1"
+    raising = [("a", [message]), ("b", ["n must be at least 1 and at most 9"]), ("c", ["n must be > 0"])]
+    for seed in range(20):
+        query = ts.pasted_error(message, "ValueError", "python", random.Random(seed))
+        part = ts.pasted_part(query, message)
+        assert len(part.split()) >= 3 and part in message
+        found = ts.same_message_raisers(part, raising)
+        assert found[:2] == ["a", "b"] and ("c" in found) == (part == "n must be")
+    assert ts.same_message_raisers("must be at", [("x", ["it must be\tat home"])]) == ["x"]  # whole words
+    assert ts.same_message_raisers("", raising) == []
+
+
 @pytest.mark.parametrize(
     ("subject", "query"),
     [
