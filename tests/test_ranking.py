@@ -1009,3 +1009,21 @@ def test_verbatim_spans_count_messages_in_reporting_lines_only() -> None:
     assert message_holder(spans) == 1
     assert message_holder({1: 3, 2: 3}) is None  # two holders: nothing is promoted
     assert message_holder({1: 2}) is None  # too short to be a message
+
+
+def test_a_message_several_definitions_raise_puts_a_raiser_first_not_a_test() -> None:
+    from codebase_index.ranking.model import Candidate
+    from codebase_index.ranking.pipeline import guaranteed_first
+
+    q = parse_query("ValueError: n must be at least 1")
+    cands = [
+        Candidate(0, "src/about.py", "describe", "function", 3.0),  # mentions the words, raises nothing
+        Candidate(1, "tests/test_more.py", "test_n", "function", 2.0),  # asserts the message
+        Candidate(2, "src/more.py", "chunked", "function", 1.0),
+        Candidate(3, "src/more.py", "sliced", "function", 0.5),
+    ]
+    # Three chunks hold the message's longest run: the first of them outside tests goes first.
+    assert guaranteed_first(q, cands, (), {0: 0, 1: 5, 2: 5, 3: 5}) == 2
+    assert guaranteed_first(q, cands, (), {0: 0, 1: 5, 3: 5}) == 3
+    assert guaranteed_first(q, cands, (), {1: 5, 2: 4}) == 1  # one longest run: its holder
+    assert guaranteed_first(q, cands, (), {1: 2, 2: 2}) is None  # too short to be a message

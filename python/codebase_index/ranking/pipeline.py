@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..search import Hit, KeywordSnapshot, new_record
-from .features import definition_match, definition_score, path_stem_weights, shadowed_private, superseded_dirs
+from .features import (
+    definition_match,
+    definition_score,
+    file_penalty,
+    path_stem_weights,
+    shadowed_private,
+    superseded_dirs,
+)
 from .fusion import fuse
 from .learned import Evidence, rank_learned
 from .literals import Literal
 from .model import Candidate, PathFeatures, RankParams, path_features, rank
-from .query import ParsedQuery, message_holder
+from .query import ParsedQuery, message_holder, message_holders
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -214,7 +221,8 @@ def guarantees(
 ) -> list[Hit]:
     """What no scorer may trade away: a query one chunk alone holds verbatim ranks that chunk first; else
     the one chunk holding the longest verbatim stretch of it (a pasted message with words around it:
-    `query.message_holder`); else the one chunk holding every string the query quotes (`quoting`, from
+    `query.message_holder`), or when several do (a message several definitions raise) the first of them
+    whose file kind is not demoted; else the one chunk holding every string the query quotes (`quoting`, from
     the literal retriever); a lone identifier that exactly one candidate defines ranks that definition
     first (a relation question names a symbol to find its callers, so not there). The promoted chunk
     takes the top score."""
@@ -247,6 +255,13 @@ def guaranteed_first(
             return windows[0].doc
     if spans and (holder := message_holder(dict(spans))) is not None:
         return holder
+    if spans and (tied := message_holders(dict(spans))):
+        # A message several definitions raise: each holder of its longest run raises (or asserts) it, so
+        # one of them goes first, not a chunk that only mentions its words: the first in the candidates'
+        # order among those whose file kind the scorer does not demote (a test asserting the message).
+        holding = [c for c in candidates if c.doc in tied]
+        if holding:
+            return max(holding, key=lambda c: file_penalty(c.path, parsed)).doc
     if len(quoting) == 1:
         return quoting[0]
     if parsed.symbol_query and parsed.relation is None:

@@ -512,6 +512,19 @@ def _holds_enough(words: Iterable[str], text: str, need: float) -> bool:
     return False
 
 
+def message_holders(spans: dict[int, int]) -> frozenset[int]:
+    """Every document whose verbatim run (`verbatim_spans`) is the longest and at least `MESSAGE_MIN_WORDS`
+    long (`message_holder` is the one when there is one).
+
+    >>> sorted(message_holders({1: 4, 2: 4, 3: 2})), message_holders({1: 2, 2: 2})
+    ([1, 2], frozenset())
+    """
+    best = max(spans.values(), default=0)
+    if best < MESSAGE_MIN_WORDS:
+        return frozenset()
+    return frozenset(d for d, n in spans.items() if n == best)
+
+
 def message_holder(spans: dict[int, int]) -> int | None:
     """The one document whose verbatim run (`verbatim_spans`) is at least `MESSAGE_MIN_WORDS` long and
     longer than every other's, if any."""
