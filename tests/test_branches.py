@@ -88,8 +88,14 @@ def test_branch_reader_follows_checkouts_without_rereading_an_unchanged_head(
     assert in_worktree() == "feature/z"
     git(wt, "checkout", "-q", "-b", "feature/w")
     assert in_worktree() == "feature/w" and reader() == "main"
-    outside = gitfiles.BranchReader(tmp_path)
-    assert outside() == gitfiles.NO_GIT_BRANCH
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    outside = gitfiles.BranchReader(plain)
+    assert outside() == outside() == gitfiles.NO_GIT_BRANCH
+    before = len(reads)
+    assert outside() == gitfiles.NO_GIT_BRANCH and len(reads) == before  # no git: answered from the stat
+    git(tmp_path, "init", "-q", "-b", "trunk", str(plain))
+    assert outside() == "trunk"
 
 
 def test_no_change_run_writes_nothing_and_a_same_size_edit_is_seen(engine: Engine, repo: Path) -> None:

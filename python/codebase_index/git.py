@@ -81,26 +81,30 @@ class BranchReader:
         self.root = root
         self._dot_git = str(root / ".git")
         self._head: str | None = None
-        self._key: tuple[object, ...] | None = None
+        self._key: tuple[tuple[int, int, int] | None, tuple[int, int, int] | None] | None = None
         self._branch = NO_GIT_BRANCH
         self._lock = threading.Lock()
 
     def __call__(self) -> str:
+        head_path = self._head
         try:
-            key: tuple[object, ...] | None = (
-                _signature(self._dot_git),
-                _signature(self._head) if self._head else None,
-            )
+            dot_git: tuple[int, int, int] | None = _signature(self._dot_git)
         except OSError:
-            key = None  # no .git (yet), or HEAD moved: read afresh
+            dot_git = None  # not a git checkout (or not yet): cached too, `git init` changes this
+        try:
+            head = _signature(head_path) if head_path else None
+        except OSError:
+            head, head_path = None, "\0"  # HEAD moved: read afresh, cache next time
+        key = (dot_git, head)
         with self._lock:  # the key and the branch it was read with are replaced together
-            if key is not None and key == self._key:
+            if key == self._key:
                 return self._branch
             # The signatures were taken before the read: a change during it shows as a new key next time.
             gdir = git_dir(self.root)
             self._head = str(gdir / "HEAD") if gdir is not None else None
             self._branch = current_branch(self.root)
-            self._key = key if key is not None and key[1] is not None else None
+            # Cached only if HEAD was found where the key looked for it (not on a first or moved read).
+            self._key = key if self._head == head_path else None
             return self._branch
 
 
