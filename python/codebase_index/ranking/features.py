@@ -241,6 +241,8 @@ def file_penalty(path: str, parsed: ParsedQuery, penalties: Penalties | None = N
     1.0
     >>> file_penalty("src/api.py", parse_query("session cookies"))
     1.0
+    >>> file_penalty("pkg/more.pyi", parse_query("chunked")), file_penalty("types/a.d.ts", parse_query("x"))
+    (0.7, 0.7)
     """
     pen = penalties or Penalties()
     test, example, vendor, compat, stub, doc = _file_kinds(path)
@@ -260,16 +262,21 @@ def file_penalty(path: str, parsed: ParsedQuery, penalties: Penalties | None = N
     return factor
 
 
+# Declaration-only files: TypeScript declarations and Python type stubs repeat an implementation's names and
+# signatures (so both retrievers like them) without its code.
+_STUB_SUFFIXES = (".d.ts", ".d.mts", ".d.cts", ".pyi")
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _file_kinds(path: str) -> tuple[bool, bool, bool, bool, bool, bool]:
-    """(test, example, vendored, compat shim, .d.ts stub, docs) for a path; cached, paths repeat."""
+    """(test, example, vendored, compat shim, declaration stub, docs) for a path; cached, paths repeat."""
     lower = path.lower()
     return (
         bool(_TEST_PATH.search(path)),
         bool(_EXAMPLE_PATH.search(lower)),
         bool(_VENDOR_PATH.search(lower)),
         bool(_COMPAT_PATH.search(lower)),
-        lower.endswith(".d.ts"),
+        lower.endswith(_STUB_SUFFIXES),
         lower.endswith(_DOC_EXTENSIONS) or bool(_DOC_PATH.search(lower)),
     )
 
