@@ -1011,6 +1011,56 @@ def test_verbatim_spans_count_messages_in_reporting_lines_only() -> None:
     assert message_holder({1: 2}) is None  # too short to be a message
 
 
+def test_verbatim_spans_read_format_holes_as_the_values_a_user_pastes() -> None:
+    """A raised message with format holes (`%s`, `${x}`, `{}`, `{name:?}`, `{0}`) is seen by the user
+    with values in their place: the pasted message's run goes through the holes, so the raiser holds the
+    longest run (before, each run broke at the value: 2 words, no holder)."""
+    from codebase_index.ranking.query import message_holder, verbatim_spans
+
+    cases = [
+        (
+            "getting error: name: unsupported type: chan when decoding",
+            'fmt.Errorf("%s: unsupported type: %s", n, k)',
+        ),
+        (
+            "TypeError: Invalid referrerPolicy: origin-when-crossorigin",
+            "throw new TypeError(`Invalid referrerPolicy: ${p}`)",
+        ),
+        (
+            "why do I get 'port' expected type 'int', got 'string'",
+            "return fmt.Errorf(\"'%s' expected type '%s', got '%s'\", a, b, c)",
+        ),
+        (
+            "ValueError: width 7 is larger than the page",
+            'raise ValueError(f"width {w} is larger than the page")',
+        ),
+        ("panicked at span 3..9 should be in input", 'panic!("span {span:?} should be in input")'),
+        (
+            "seeing this in the logs: Value 12 is out of range",
+            'throw new ArgumentException(string.Format("Value {0} is out of range", v));',
+        ),
+    ]
+    for query, raising in cases:
+        q = parse_query(query)
+        mention = "# unsupported type, referrerPolicy, expected type, larger than the page, span, range"
+        spans = verbatim_spans(q, [(1, raising), (2, mention)])
+        assert spans[1] >= 3 and spans[2] == 0, (query, spans)
+        assert message_holder(spans) == 1
+    # The message's own words must still be there: holes alone match nothing.
+    assert verbatim_spans(parse_query("error: foo bar baz qux"), [(1, 'raise E(f"{a} {b}: {c}")')]) == {1: 0}
+    # A hole is one word of the run however many words its value has: the message spelling more of the
+    # query wins over a generic one whose holes swallow the words it lacks.
+    q = parse_query("'port' expected type 'int', got 'string'")
+    generic = 't.Fatalf("case %d: expected %#v, got %#v", i, want, got)'
+    specific = "return fmt.Errorf(\"'%s' expected type '%s', got '%s'\", a, b, c)"
+    assert message_holder(verbatim_spans(q, [(1, generic), (2, specific)])) == 2
+    # A description presents no message: a hole does not swallow the sentence's next word.
+    convertor = [(1, "raise ValueError(f\"Unknown path convertor '{convertor_type}'\")")]
+    assert verbatim_spans(parse_query("how path convertor types work for route parameters"), convertor) == {
+        1: 0
+    }
+
+
 def test_a_message_several_definitions_raise_puts_a_raiser_first_not_a_test() -> None:
     from codebase_index.ranking.model import Candidate
     from codebase_index.ranking.pipeline import guaranteed_first

@@ -466,13 +466,17 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
         best = 0
         # A run's content words stand in the text, so a text (or literal) holding fewer of them than
         # `need`, even as substrings, cannot qualify: most are rejected before any regex (13 -> <1 ms).
+        # A message with format holes needs only its own words there (the values fill the rest).
         lower = text.lower()
-        if not _holds_enough(wanted, lower, need):
+        if not _holds_enough(wanted, lower, need) and not (
+            cued and _HOLE_START.search(text) and _holds_enough(wanted, lower, MESSAGE_MIN_CONTENT)
+        ):
             out[doc] = 0
             continue
         for m in _STRING_LITERAL.finditer(text):
             literal = m.group().lower()
-            if not _holds_enough(wanted, literal, need):
+            holed = cued and _FORMAT_HOLE.search(m.group()) is not None
+            if not _holds_enough(wanted, literal, MESSAGE_MIN_CONTENT if holed else need):
                 continue
             line_start = text.rfind("\n", 0, m.start()) + 1
             if line_start > 0 and _OPENS_LINE.fullmatch(text, line_start, m.start()):
@@ -484,8 +488,118 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
             start, length = longest_run(words, _plain_words(literal))
             if length > best and sum(1 for w in words[start : start + length] if w not in _FILLER) >= need:
                 best = length
+            if holed:
+                # The user's message has values where the code's has format holes (`%s`, `{}`, `${x}`):
+                # a hole stands for the words of a value, the message's own words must still be there.
+                # Only for a query that presents a message (`cued`): in a description ("how path
+                # convertor types work") a hole would swallow the next word of the sentence.
+                # The run counts the literal's words and holes it spans (a value of several words is
+                # one hole), so a message spelling more of the query beats a generic "expected %v, got
+                # %v" whose holes swallow the words it lacks.
+                start, length, filled = message_run(words, message_words(m.group()))
+                covered = range(start, start + length)
+                size = length - len(filled) + _holes(sorted(filled))
+                if (
+                    size > best
+                    and sum(1 for k in covered if words[k] not in _FILLER) >= need
+                    and sum(1 for k in covered if k not in filled and words[k] not in _FILLER)
+                    >= MESSAGE_MIN_CONTENT
+                ):
+                    best = size
         out[doc] = best
     return out
+
+
+# A format hole in a message literal, where the message a user sees has a value: printf verbs (C, Go,
+# Python `%`, with `%(name)s`), braces (Python format and f-strings, Rust, C# `{0}`, JS `${x}`, Ruby
+# `#{x}`, PHP `{$x}`), Swift `\(x)`, and PHP/Kotlin `$name`.
+_FORMAT_HOLE = re.compile(
+    r"%(?:\([\w.]*\))?[-+#0]*(?:\d+|\*)?(?:\.(?:\d+|\*))?(?:hh|h|ll|l|z|j|t|L)?[sdifFeEgGxXoucqvTwpr]"
+    r"|[$#]\{[^{}\n]{0,40}\}|(?<!\{)\{[^{}\n]{0,40}\}(?!\})"
+    r"|\\\([^()\n]{0,40}\)"
+    r"|\$[A-Za-z_]\w*"
+)
+_HOLE_START = re.compile(r"[%{$\\]")  # a text without these holds no format hole
+HOLE = ""  # a format hole among `message_words`
+
+
+def _holes(filled: Sequence[int]) -> int:
+    """How many holes fill these (sorted) query positions: one per run of consecutive positions.
+
+    >>> _holes([1, 2, 3, 5]), _holes([])
+    (2, 0)
+    """
+    return sum(1 for i, k in enumerate(filled) if i == 0 or filled[i - 1] != k - 1)
+
+
+def message_words(literal: str) -> list[str]:
+    """A message literal's words (`_plain_words`), each run of format holes as one `HOLE`.
+
+    >>> message_words("'%s' expected type '%s', got %v")
+    ['', 'expected', 'type', '', 'got', '']
+    >>> message_words("`Invalid referrerPolicy: ${policy}`"), message_words('"{} {:?}: {{literal}}"')
+    (['invalid', 'referrerpolicy', ''], ['', 'literal'])
+    """
+    out: list[str] = []
+    at = 0
+    for m in _FORMAT_HOLE.finditer(literal):
+        out += _plain_words(literal[at : m.start()])
+        if not out or out[-1] != HOLE:
+            out.append(HOLE)
+        at = m.end()
+    out += _plain_words(literal[at:])
+    return out
+
+
+def message_run(query_words: Sequence[str], literal_words: Sequence[str]) -> tuple[int, int, frozenset[int]]:
+    """`longest_run` for a message literal with format holes (`message_words`): (start in the query,
+    length, the query positions holes stand for). A hole between two of the literal's words stands for
+    the query's words up to the next of them (at least one); one at either end of the run for one word.
+
+    >>> q = "getting value unsupported type int when decoding".split()
+    >>> message_run(q, ["", "unsupported", "type", ""])
+    (1, 4, frozenset({1, 4}))
+    >>> message_run("expected a big map got int".split(), ["expected", "", "got", ""])
+    (0, 6, frozenset({1, 2, 3, 5}))
+    """
+    wanted = set(query_words)
+    starts: dict[str, list[int]] = {}
+    for j, t in enumerate(literal_words):
+        if t != HOLE and t in wanted:
+            starts.setdefault(t, []).append(j)
+    best: tuple[int, int, frozenset[int]] = (0, 0, frozenset())
+    n, m = len(query_words), len(literal_words)
+    for i, q in enumerate(query_words):
+        if n - i + 1 <= best[1]:
+            break
+        for j in starts.get(q, ()):
+            filled: list[int] = []
+            lo = i
+            if j > 0 and literal_words[j - 1] == HOLE and i > 0:
+                lo = i - 1
+                filled.append(lo)
+            qi, lj = i, j
+            while qi < n and lj < m:
+                t = literal_words[lj]
+                if t != HOLE:
+                    if query_words[qi] != t:
+                        break
+                    qi += 1
+                    lj += 1
+                    continue
+                nxt = literal_words[lj + 1] if lj + 1 < m else None
+                k = qi + 1
+                while nxt is not None and k < n and query_words[k] != nxt:
+                    k += 1
+                if nxt is None or k >= n:  # the literal ends here, or never resumes: one word
+                    filled.append(qi)
+                    qi += 1
+                    break
+                filled.extend(range(qi, k))
+                qi, lj = k, lj + 1
+            if qi - lo > best[1]:
+                best = (lo, qi - lo, frozenset(filled))
+    return best
 
 
 # A line that raises, throws, logs or builds an error: where the messages users paste are written.
