@@ -1061,6 +1061,28 @@ def test_verbatim_spans_read_format_holes_as_the_values_a_user_pastes() -> None:
     }
 
 
+def test_verbatim_spans_find_the_raising_call_above_a_message_that_is_not_its_first_argument() -> None:
+    """A message on its own line after other arguments' lines (a C# `throw new X(` with the name and the
+    value on the lines between) is raised by the call lines above, not only the line before; a C# `$"`
+    opens its line like a Python f"."""
+    from codebase_index.ranking.query import message_holder, verbatim_spans
+
+    q = parse_query("failed: value must be a positive TimeSpan (or Timeout.InfiniteTimeSpan to")
+    raising = (
+        "if (timeout <= TimeSpan.Zero)\n{\n    throw new ArgumentOutOfRangeException(\n"
+        "        nameof(timeout),\n        timeout,\n"
+        '        $"{nameof(timeout)} must be a positive TimeSpan (or Timeout.InfiniteTimeSpan to indicate'
+        ' none)");\n}'
+    )
+    shorter = 'throw new ArgumentOutOfRangeException(nameof(t), t, "must be a positive TimeSpan.");'
+    listed = (
+        'var names = new[] {\n    "a",\n    "must be a positive TimeSpan (or Timeout.InfiniteTimeSpan",\n};'
+    )
+    spans = verbatim_spans(q, [(1, raising), (2, shorter), (3, listed)])
+    assert spans[1] > spans[2] >= 3 and spans[3] == 0
+    assert message_holder(spans) == 1
+
+
 def test_a_message_several_definitions_raise_puts_a_raiser_first_not_a_test() -> None:
     from codebase_index.ranking.model import Candidate
     from codebase_index.ranking.pipeline import guaranteed_first

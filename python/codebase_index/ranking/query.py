@@ -480,8 +480,13 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
                 continue
             line_start = text.rfind("\n", 0, m.start()) + 1
             if line_start > 0 and _OPENS_LINE.fullmatch(text, line_start, m.start()):
-                # The literal opens its line: the call that raises or logs it may be on the line before.
-                line_start = text.rfind("\n", 0, line_start - 1) + 1
+                # The literal opens its line: the call that raises or logs it may be on the line before,
+                # or before the other arguments' lines (each ending with a comma) when it is not the first.
+                for _ in range(_ARGUMENT_LINES):
+                    above_end = line_start - 1
+                    line_start = text.rfind("\n", 0, above_end) + 1
+                    if line_start == 0 or not text[line_start:above_end].rstrip().endswith(","):
+                        break
             line_end = text.find("\n", m.end())
             if not _REPORTING_LINE.search(text, line_start, line_end if line_end >= 0 else len(text)):
                 continue
@@ -607,8 +612,10 @@ _REPORTING_LINE = re.compile(
     r"raise|throw|panic|error|exception|fail|warn|log|reject|assert|abort|fatal|die\b|bail|expect\(",
     re.IGNORECASE,
 )
-# What may stand before a string literal that opens its line: indentation and a string prefix (f'', r"").
-_OPENS_LINE = re.compile(r"\s*[rRbBfFuU]{0,2}")
+# What may stand before a string literal that opens its line: indentation and a string prefix (f'', r"",
+# C# $"" and @"").
+_OPENS_LINE = re.compile(r"\s*[rRbBfFuU$@]{0,3}")
+_ARGUMENT_LINES = 8  # how many lines above a literal opening its line are read for the raising call
 # One-line string literals (quotes, backticks) where a raised, logged or returned message is written.
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'|`[^`]*`')
 
