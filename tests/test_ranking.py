@@ -1083,6 +1083,22 @@ def test_verbatim_spans_find_the_raising_call_above_a_message_that_is_not_its_fi
     assert message_holder(spans) == 1
 
 
+def test_verbatim_spans_tell_messages_apart_by_their_comparison_operators() -> None:
+    """ "n must be > 0" and "n must be >= 0" are different messages: the operator is part of the run (it
+    was dropped with the punctuation, so both raisers held "n must be 0" and tied)."""
+    from codebase_index.ranking.query import message_holder, verbatim_spans
+
+    q = parse_query("ValueError: n must be > 0")
+    texts = [
+        (1, "if n < 0:\n    raise ValueError('n must be >= 0')"),
+        (2, "if n < 1:\n    raise ValueError('n must be > 0')"),
+        (3, "f = lambda x: x  # -> 0"),
+    ]
+    spans = verbatim_spans(q, texts)
+    assert spans[2] > spans[1] and spans[3] == 0
+    assert message_holder(spans) == 2
+
+
 def test_a_message_several_definitions_raise_puts_a_raiser_first_not_a_test() -> None:
     from codebase_index.ranking.model import Candidate
     from codebase_index.ranking.pipeline import guaranteed_first

@@ -111,6 +111,7 @@ class ParsedQuery:
     terms: tuple[str, ...] = ()  # the keyword retriever's terms (`keyword_query`)
     term_weights: tuple[float, ...] = ()
     plain_words: tuple[str, ...] = ()  # words as written, for the verbatim check (`quotes_query`)
+    message_words: tuple[str, ...] = ()  # plain words and comparison operators (`verbatim_spans`)
     mentions_error: bool = False  # message words or failure words anywhere, even in a question
     literals: tuple[Literal, ...] = ()  # what the exact-literal retriever looks up (`literals`)
 
@@ -167,6 +168,7 @@ def parse_query(query: str) -> ParsedQuery:
     relation = relation_of(text)
     style = classify(relation, paths, raw_words, symbol_query, code_like, error_like, question, words)
     plain_words = tuple(_plain_words(text))
+    message_words = tuple(_message_tokens(text))
     mentions_error = error_like or message_phrasing(text) or bool(ERROR_WORDS.search(text))
     literals = literal_fragments(
         text,
@@ -198,6 +200,7 @@ def parse_query(query: str) -> ParsedQuery:
         terms=tuple(terms),
         term_weights=tuple(term_weights),
         plain_words=plain_words,
+        message_words=message_words,
         mentions_error=mentions_error,
         literals=literals,
     )
@@ -329,6 +332,22 @@ def _plain_words(text: str) -> list[str]:
     return re.findall(r"[^\W_]+", text.lower())
 
 
+# Comparison operators, which tell messages apart that the same words spell ("n must be > 0", "n must be
+# >= 0"); not an arrow's ">" (->, =>).
+_MESSAGE_TOKEN = re.compile(r"[^\W_]+|(?<![-=])[<>]=?|[!=]==?")
+_OPERATORS = frozenset({"<", ">", "<=", ">=", "==", "!=", "===", "!=="})
+_NOT_CONTENT = _FILLER | _OPERATORS
+
+
+def _message_tokens(text: str) -> list[str]:
+    """`_plain_words` and the comparison operators between them: what `verbatim_spans` matches.
+
+    >>> _message_tokens("n must be >= 0, x -> y")
+    ['n', 'must', 'be', '>=', '0', 'x', 'y']
+    """
+    return _MESSAGE_TOKEN.findall(text.lower())
+
+
 def verbatim_run(query_words: Sequence[str], text_words: Sequence[str]) -> int:
     """Length of the longest run of consecutive query words that also appears consecutively in the text.
 
@@ -456,11 +475,11 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
     >>> verbatim_spans(q, [(3, "raise CompressionError(\\n    f'unsupported compression method')")])
     {3: 3}
     """
-    words = parsed.plain_words
-    content = sum(1 for w in words if w not in _FILLER)
+    words = parsed.message_words
+    content = sum(1 for w in words if w not in _NOT_CONTENT)
     cued = parsed.mentions_error or parsed.style in ("error", "snippet")
     need = max(MESSAGE_MIN_CONTENT, (MESSAGE_COVERAGE_ERROR if cued else MESSAGE_COVERAGE) * content)
-    wanted = {w for w in words if w not in _FILLER}
+    wanted = {w for w in words if w not in _NOT_CONTENT}
     out: dict[int, int] = {}
     for doc, text in texts:
         best = 0
@@ -490,8 +509,11 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
             line_end = text.find("\n", m.end())
             if not _REPORTING_LINE.search(text, line_start, line_end if line_end >= 0 else len(text)):
                 continue
-            start, length = longest_run(words, _plain_words(literal))
-            if length > best and sum(1 for w in words[start : start + length] if w not in _FILLER) >= need:
+            start, length = longest_run(words, _message_tokens(literal))
+            if (
+                length > best
+                and sum(1 for w in words[start : start + length] if w not in _NOT_CONTENT) >= need
+            ):
                 best = length
             if holed:
                 # The user's message has values where the code's has format holes (`%s`, `{}`, `${x}`):
@@ -506,8 +528,8 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
                 size = length - len(filled) + _holes(sorted(filled))
                 if (
                     size > best
-                    and sum(1 for k in covered if words[k] not in _FILLER) >= need
-                    and sum(1 for k in covered if k not in filled and words[k] not in _FILLER)
+                    and sum(1 for k in covered if words[k] not in _NOT_CONTENT) >= need
+                    and sum(1 for k in covered if k not in filled and words[k] not in _NOT_CONTENT)
                     >= MESSAGE_MIN_CONTENT
                 ):
                     best = size
@@ -538,7 +560,7 @@ def _holes(filled: Sequence[int]) -> int:
 
 
 def message_words(literal: str) -> list[str]:
-    """A message literal's words (`_plain_words`), each run of format holes as one `HOLE`.
+    """A message literal's words (`_message_tokens`), each run of format holes as one `HOLE`.
 
     >>> message_words("'%s' expected type '%s', got %v")
     ['', 'expected', 'type', '', 'got', '']
@@ -548,11 +570,11 @@ def message_words(literal: str) -> list[str]:
     out: list[str] = []
     at = 0
     for m in _FORMAT_HOLE.finditer(literal):
-        out += _plain_words(literal[at : m.start()])
+        out += _message_tokens(literal[at : m.start()])
         if not out or out[-1] != HOLE:
             out.append(HOLE)
         at = m.end()
-    out += _plain_words(literal[at:])
+    out += _message_tokens(literal[at:])
     return out
 
 
