@@ -239,3 +239,58 @@ def test_repair_finds_and_rebuilds_an_index_that_disagrees_with_the_chunks(
         _integrity(tmp_path / "index" / "codebase.db")
     finally:
         again.close()
+
+
+def _message_repo(root: Path, noise_doc: str) -> Path:
+    """60 functions whose docstrings say `noise_doc`, two that raise "Value must be greater than or equal
+    to zero." (in zz/, indexed after the noise)."""
+    noise = "".join(
+        f"def limit_{i}(count):\n    '''{noise_doc}'''\n    return count + {i}\n\n\n" for i in range(60)
+    )
+    raising = "".join(
+        f"def {name}(count):\n"
+        "    '''Value must be greater than or equal to zero.'''\n"
+        "    if count < 0:\n"
+        "        raise ValueError('Value must be greater than or equal to zero.')\n"
+        "    return count\n\n\n"
+        for name in ("retry", "bulkhead")
+    )
+    return make_repo(root, {"pkg/limits.py": noise, "zz/policies.py": raising})
+
+
+def test_a_message_whose_windows_are_all_common_is_found_by_its_longest_run(tmp_path: Path) -> None:
+    """Every three-word window of the pasted message is held by more than literal.LIMIT chunks ("Value
+    must be", "must be greater", "equal to zero."): the window grown to the longest run some chunk holds
+    finds the raisers, which BM25 alone ranks below the noise."""
+    repo = _message_repo(tmp_path / "repo", "Value must be greater than one, or equal to zero.")
+    query = "seeing this in the logs: Value must be greater than or equal to zero."
+    eng = Engine(repo, index_path=tmp_path / "index")
+    try:
+        eng.index()
+        found = literal.retrieve(eng.store, eng.snapshot(), parse_query(query))
+        assert {lit.text for lit in found.common} >= {"Value must be", "must be greater", "equal to zero."}
+        snap = eng.snapshot()
+        assert {snap.docs[d].symbol for d in found.matches} == {"retry", "bulkhead"}
+        top = eng.search(query, mode="keyword").results[0]
+        assert (top.path, top.symbol in ("retry", "bulkhead")) == ("zz/policies.py", True)
+    finally:
+        eng.close()
+
+
+def test_a_grown_run_more_chunks_hold_keeps_the_best_by_keyword_score(tmp_path: Path) -> None:
+    """The whole message is in 62 chunks (60 docstrings, 2 raisers): the LIMIT holders kept are the best
+    by keyword score (the raisers say it twice), not the first the index returns."""
+    repo = _message_repo(tmp_path / "repo", "Value must be greater than or equal to zero.")
+    query = "seeing this in the logs: Value must be greater than or equal to zero."
+    eng = Engine(repo, index_path=tmp_path / "index")
+    try:
+        eng.index()
+        snap = eng.snapshot()
+        scores, _ = keyword_candidates(eng, parse_query(query), snap, None, 200)
+        found = literal.retrieve(eng.store, snap, parse_query(query), keyword_scores=scores)
+        assert len(found.matches) == literal.LIMIT
+        assert {"retry", "bulkhead"} <= {snap.docs[d].symbol for d in found.matches}
+        top = eng.search(query, mode="keyword").results[0]
+        assert (top.path, top.symbol in ("retry", "bulkhead")) == ("zz/policies.py", True)
+    finally:
+        eng.close()

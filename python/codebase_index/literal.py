@@ -5,7 +5,9 @@ message's words; `ranking.literals`), looked up in the store's FTS5 trigram inde
 BM25 ranks a pasted message by its words, and common words ("invalid", "name", "version") or a message
 split by punctuation can leave the chunk that raises it far down the list; the index finds every chunk
 holding the text, wherever BM25 put it. Each literal answers at most `LIMIT` chunks: one held by more
-is too common to point at any (it adds no candidates and is counted in `LiteralEvidence.common`).
+is too common to point at any (it adds no candidates and is counted in `LiteralEvidence.common`); a
+message window that common is grown to the longest run of the query's words from it that some chunk
+still holds (`_grown`), which points at the raisers of a message many definitions share.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from typing import NamedTuple
 import numpy as np
 
 from . import literal_index
-from .ranking.literals import Literal
+from .ranking.literals import MESSAGE_WINDOW, Literal
 from .ranking.query import ParsedQuery, exact_matches, is_quotation
 from .search import KeywordSnapshot
 from .store import Store
 
 LIMIT = 50
+GROWN_LIMIT = 4 * LIMIT  # holders of a grown message run read, the best `LIMIT` by keyword score kept
 
 
 class LiteralEvidence(NamedTuple):
@@ -78,11 +81,27 @@ def retrieve(
     matches: dict[int, list[Literal]] = {}
     texts: dict[int, str] = {}
     common: list[Literal] = []
+    tokens: list[str] = []
+    grown_to = 0  # query words before this one are inside a window grown already
     for lit in parsed.literals:
         rows = literal_index.chunks(store, lit.text, LIMIT + 1)
         if len(rows) > LIMIT:
             common.append(lit)
-            continue
+            if lit.kind != "message":
+                continue
+            tokens = tokens or parsed.text.split()
+            grown, grown_to = _grown(store, tokens, lit, grown_to)
+            if not grown:
+                continue
+            rows = grown
+            if len(rows) > LIMIT and keyword_scores is not None:
+                # Every one holds the whole run pasted: the best by their keyword score stand for it.
+                rows.sort(
+                    key=lambda row: (
+                        -max((float(keyword_scores[d]) for d in by_chunk.get(row[0], ())), default=0.0)
+                    )
+                )
+            rows = rows[:LIMIT]
         docs: list[int] = []
         for chunk_id, text in rows:
             for d in by_chunk.get(chunk_id, ()):
@@ -96,6 +115,43 @@ def retrieve(
     return LiteralEvidence(
         {d: tuple(found) for d, found in matches.items()}, texts, tuple(common), looked_up=True
     )
+
+
+def _fragment(tokens: Sequence[str], start: int, end: int) -> str:
+    """The query's words start..end as a message window is written (`ranking.literals`)."""
+    return " ".join(tokens[start:end]).strip("`'\"").strip()
+
+
+def _grown(
+    store: Store, tokens: Sequence[str], lit: Literal, after: int
+) -> tuple[list[tuple[int, str]], int]:
+    """For a message window more than `LIMIT` chunks hold ("must be greater" where 17 definitions throw
+    "Value must be greater than or equal to zero." among a hundred other "must be greater" messages and
+    doc comments): the chunks holding the longest run of the query's words from the window's start that
+    some chunk holds (found by halving: a run no chunk holds has no longer run held either), at most
+    `GROWN_LIMIT` of them (`retrieve` keeps the `LIMIT` best by keyword score); and the query word where
+    that run ends (windows starting before it are not grown again). A window starting before `after`,
+    not found among the query's words, or that grows no longer: nothing."""
+    start = next(
+        (
+            i
+            for i in range(after, len(tokens) - MESSAGE_WINDOW + 1)
+            if _fragment(tokens, i, i + MESSAGE_WINDOW) == lit.text
+        ),
+        None,
+    )
+    if start is None:
+        return [], after
+    lo, hi = start + MESSAGE_WINDOW, len(tokens)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if literal_index.chunks(store, _fragment(tokens, start, mid), 1):
+            lo = mid
+        else:
+            hi = mid - 1
+    if lo == start + MESSAGE_WINDOW:
+        return [], lo
+    return literal_index.chunks(store, _fragment(tokens, start, lo), GROWN_LIMIT), lo
 
 
 def exact_docs(parsed: ParsedQuery, evidence: LiteralEvidence, scanned: Mapping[int, str]) -> list[int]:
