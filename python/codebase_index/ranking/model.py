@@ -170,11 +170,13 @@ def rank(
     # attribute lookups (this loop runs over ~100 candidates per search).
     values: list[float] = []
     by_file: dict[str, list[float]] = {}
-    per_path: PathFeatures = dict(paths) if paths else {}  # chunks share files: one computation per file
+    # Chunks share files: each file's features once (those computed ahead, `paths`, are reused).
+    per_path = path_features(
+        dict.fromkeys(c[1] for c in cands), parsed, p, path_weights, dict(paths) if paths else None
+    )
     definition = p.symbol_definition if parsed.symbol_query else p.definition
     identifiers = parsed.identifiers
-    path_weight, abbreviation, penalties = p.path, p.path_abbreviation, p.penalties
-    superseded_factor, shadowed_factor = penalties.superseded, penalties.shadowed
+    superseded_factor, shadowed_factor = p.penalties.superseded, p.penalties.shadowed
     stem_weight, quoted_bonus, relation_bonus = p.stem, p.quoted, p.relation
     for c in cands:
         doc, path, symbol, _, score, superseded, shadowed = c
@@ -184,13 +186,7 @@ def rank(
         bonus = definition * definition_match(symbol, identifiers) if identifiers and symbol else 0.0
         if stem_weight:
             bonus += stem_weight * stem_overlap(symbol, parsed)
-        found = per_path.get(path)
-        if found is None:
-            found = (
-                path_weight * path_score(path, parsed, abbreviation, path_weights),
-                file_penalty(path, parsed, penalties),
-            )
-            per_path[path] = found
+        found = per_path[path]
         bonus += found[0]
         if doc in quoted:
             bonus += quoted_bonus
