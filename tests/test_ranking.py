@@ -996,7 +996,7 @@ def test_a_pasted_message_with_words_around_it_ranks_the_raising_site_first(
 
 
 def test_verbatim_spans_count_messages_in_reporting_lines_only() -> None:
-    from codebase_index.ranking.query import message_holder, verbatim_spans
+    from codebase_index.ranking.messages import message_holder, verbatim_spans
 
     q = parse_query("why does it fail with unsupported compression method")
     texts = [
@@ -1015,7 +1015,7 @@ def test_verbatim_spans_read_format_holes_as_the_values_a_user_pastes() -> None:
     """A raised message with format holes (`%s`, `${x}`, `{}`, `{name:?}`, `{0}`) is seen by the user
     with values in their place: the pasted message's run goes through the holes, so the raiser holds the
     longest run (before, each run broke at the value: 2 words, no holder)."""
-    from codebase_index.ranking.query import message_holder, verbatim_spans
+    from codebase_index.ranking.messages import message_holder, verbatim_spans
 
     cases = [
         (
@@ -1065,7 +1065,7 @@ def test_verbatim_spans_find_the_raising_call_above_a_message_that_is_not_its_fi
     """A message on its own line after other arguments' lines (a C# `throw new X(` with the name and the
     value on the lines between) is raised by the call lines above, not only the line before; a C# `$"`
     opens its line like a Python f"."""
-    from codebase_index.ranking.query import message_holder, verbatim_spans
+    from codebase_index.ranking.messages import message_holder, verbatim_spans
 
     q = parse_query("failed: value must be a positive TimeSpan (or Timeout.InfiniteTimeSpan to")
     raising = (
@@ -1086,7 +1086,7 @@ def test_verbatim_spans_find_the_raising_call_above_a_message_that_is_not_its_fi
 def test_verbatim_spans_tell_messages_apart_by_their_comparison_operators() -> None:
     """ "n must be > 0" and "n must be >= 0" are different messages: the operator is part of the run (it
     was dropped with the punctuation, so both raisers held "n must be 0" and tied)."""
-    from codebase_index.ranking.query import message_holder, verbatim_spans
+    from codebase_index.ranking.messages import message_holder, verbatim_spans
 
     q = parse_query("ValueError: n must be > 0")
     texts = [
@@ -1115,3 +1115,22 @@ def test_a_message_several_definitions_raise_puts_a_raiser_first_not_a_test() ->
     assert guaranteed_first(q, cands, (), {0: 0, 1: 5, 3: 5}) == 3
     assert guaranteed_first(q, cands, (), {1: 5, 2: 4}) == 1  # one longest run: its holder
     assert guaranteed_first(q, cands, (), {1: 2, 2: 2}) is None  # too short to be a message
+
+
+def test_rank_uses_file_features_computed_ahead_and_they_equal_its_own() -> None:
+    """A hybrid search computes the keyword candidates' file features while the query vector is being
+    computed (`pipeline.prepare` -> `rank(paths=...)`): the scorer uses them, and computed ahead they
+    give the very scores the scorer computes itself."""
+    from codebase_index.ranking.model import Candidate, path_features, rank
+
+    parsed = parse_query("session cookie persistence")
+    cands = [
+        Candidate(1, "src/sessions.py", "Session", "class", 3.0),
+        Candidate(2, "tests/test_cookies.py", "test_cookie", "function", 2.5),
+        Candidate(3, "src/cookies.py", "CookieJar", "class", 2.0),
+        Candidate(4, "src/sessions.py", "Session.persist", "method", 1.0),
+    ]
+    ahead = path_features(["src/sessions.py", "tests/test_cookies.py"], parsed)
+    assert rank(cands, parsed, paths=ahead) == rank(cands, parsed)
+    assert rank(cands, parsed)[0].doc != 3
+    assert rank(cands, parsed, paths={"src/cookies.py": (9.0, 1.0)})[0].doc == 3
