@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import literal_index
-from .ranking.literals import MESSAGE_WINDOW, Literal
+from .ranking.literals import MESSAGE_WINDOW, Literal, message_window
 from .ranking.query import ParsedQuery, exact_matches, is_quotation
 from .search import KeywordSnapshot
 from .store import Store
@@ -117,11 +117,6 @@ def retrieve(
     )
 
 
-def _fragment(tokens: Sequence[str], start: int, end: int) -> str:
-    """The query's words start..end as a message window is written (`ranking.literals`)."""
-    return " ".join(tokens[start:end]).strip("`'\"").strip()
-
-
 def _grown(
     store: Store, tokens: Sequence[str], lit: Literal, after: int
 ) -> tuple[list[tuple[int, str]], int]:
@@ -136,7 +131,7 @@ def _grown(
         (
             i
             for i in range(after, len(tokens) - MESSAGE_WINDOW + 1)
-            if _fragment(tokens, i, i + MESSAGE_WINDOW) == lit.text
+            if message_window(tokens, i, i + MESSAGE_WINDOW) == lit.text
         ),
         None,
     )
@@ -145,13 +140,13 @@ def _grown(
     lo, hi = start + MESSAGE_WINDOW, len(tokens)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if literal_index.chunks(store, _fragment(tokens, start, mid), 1):
+        if literal_index.chunks(store, message_window(tokens, start, mid), 1):
             lo = mid
         else:
             hi = mid - 1
     if lo == start + MESSAGE_WINDOW:
         return [], lo
-    return literal_index.chunks(store, _fragment(tokens, start, lo), GROWN_LIMIT), lo
+    return literal_index.chunks(store, message_window(tokens, start, lo), GROWN_LIMIT), lo
 
 
 def exact_docs(parsed: ParsedQuery, evidence: LiteralEvidence, scanned: Mapping[int, str]) -> list[int]:

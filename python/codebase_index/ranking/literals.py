@@ -21,11 +21,21 @@ from typing import NamedTuple
 
 MIN_CHARS = 3
 MESSAGE_WINDOW = 3
-MESSAGE_MIN_CONTENT = 2  # content words a window needs (as `query.MESSAGE_MIN_CONTENT` for a run)
+MESSAGE_MIN_CONTENT = 2  # content words a window needs (as `messages.MESSAGE_MIN_CONTENT` for a run)
 KINDS = ("query", "quoted", "identifier", "message")
 _WORD = re.compile(r"[^\W_]+")
 _QUALIFIED = re.compile(r"\w(\.|::|#|->)\w")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
+
+
+def message_window(tokens: Sequence[str], start: int, end: int) -> str:
+    """The query's words `start`..`end` (whitespace-split) as a message literal is looked up: joined by
+    single spaces, without the quotes a user put around the message.
+
+    >>> message_window(["got", '"bad', "gzip", 'header"'], 1, 4)
+    'bad gzip header'
+    """
+    return " ".join(tokens[start:end]).strip("`'\"").strip()
 
 
 class Literal(NamedTuple):
@@ -74,5 +84,5 @@ def literal_fragments(
             window = tokens[i : i + MESSAGE_WINDOW]
             words = [w for t in window for w in _WORD.findall(t.lower())]
             if sum(1 for w in words if w not in filler) >= MESSAGE_MIN_CONTENT:
-                add("message", " ".join(window).strip("`'\""))
+                add("message", message_window(tokens, i, i + MESSAGE_WINDOW))
     return tuple(out.values())
