@@ -23,6 +23,7 @@ from .features import (
     superseded_dirs,
 )
 from .fusion import complete_keyword, file_ranks, fuse, fuse_rrf, fuse_weighted
+from .messages import may_hold_message, verbatim_spans
 from .model import Candidate, PathFeatures, Ranked, RankParams, diversify, rank
 from .pipeline import merge_external, prepare, rank_hits
 from .query import (
@@ -33,12 +34,10 @@ from .query import (
     identifier_keyword_weight,
     is_quotation,
     keyword_query,
-    may_hold_message,
     may_quote,
     parse_query,
     quotes_query,
     verbatim_run,
-    verbatim_spans,
 )
 
 __all__ = [

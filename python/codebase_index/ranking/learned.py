@@ -29,8 +29,9 @@ from .features import (
     stem_overlap,
 )
 from .literals import Literal
+from .messages import message_holder
 from .model import Candidate, Ranked, diversify
-from .query import STYLES, ParsedQuery, message_holder
+from .query import STYLES, ParsedQuery
 
 WEIGHTS_FILE = Path(__file__).with_name("weights.json")
 
@@ -65,7 +66,7 @@ BASE_FEATURES = (
     "relation",  # the graph names it as the relation the query asks about (a caller of X)
     "relation_target",  # defines the symbol a relation question names (not the answer)
     "verbatim",  # longest verbatim run of the query's words in the chunk / the query's words
-    "message_holder",  # the one chunk holding the longest such run (`query.message_holder`)
+    "message_holder",  # the one chunk holding the longest such run (`messages.message_holder`)
     # Whole-file evidence, over the candidates of the chunk's file (`file_aggregates`): what decides
     # where a file first appears in the results, which is what a file-level question is judged on.
     "file_kw",  # the file's best keyword score
@@ -130,7 +131,7 @@ def feature_matrix(
         if c.path not in best_of or fused[i] > fused[best_of[c.path]]:
             best_of[c.path] = i
     relation_target = parsed.relation is not None
-    holder = message_holder(dict(evidence.spans)) if evidence.spans else None
+    holder = message_holder(evidence.spans) if evidence.spans else None
     n_words = max(1, len(parsed.plain_words))
     col = _INDEX
     for i, c in enumerate(cands):

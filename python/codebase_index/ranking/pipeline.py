@@ -24,8 +24,9 @@ from .features import (
 from .fusion import fuse
 from .learned import Evidence, rank_learned
 from .literals import Literal
+from .messages import message_holder, message_holders
 from .model import Candidate, PathFeatures, RankParams, path_features, rank
-from .query import ParsedQuery, message_holder, message_holders
+from .query import ParsedQuery
 
 if TYPE_CHECKING:
     from ..config import SearchConfig
@@ -143,7 +144,7 @@ def rank_hits(
     `relation`: the documents the code graph answers a relation question with (the callers of X, best
     first); they join the head as candidates with their relation as a feature. `exact`: the keyword
     candidates whose text holds the whole query verbatim (see `guarantees`); `spans`: the longest verbatim
-    run of the query's words in each candidate whose text was read (`query.verbatim_spans`); `literal`:
+    run of the query's words in each candidate whose text was read (`messages.verbatim_spans`); `literal`:
     the literals of the query each document holds verbatim (`codebase_index.literal`); `paths`: the
     candidates' file features computed ahead (`prepare`). The exact-text
     evidence (the exact holders, the message holder, quoted-string holders) joins the head like the
@@ -165,7 +166,7 @@ def rank_hits(
     # The one chunk holding every string the user quoted is promoted; a pasted snippet's string literals
     # are evidence, not a pointer ('abcb' in a doctest is held by another function's doctest too).
     quoting = [] if parsed.code_like else [d for d in quoted if wanted <= set(literal[d])]
-    holder = message_holder(dict(spans)) if spans else None
+    holder = message_holder(spans) if spans else None
     joining = [*relation, *exact, *([holder] if holder is not None else []), *quoted, *literal]
     if joining:
         # Graph answers and the literal retriever's hits (every chunk holding a literal of the query:
@@ -221,7 +222,7 @@ def guarantees(
 ) -> list[Hit]:
     """What no scorer may trade away: a query one chunk alone holds verbatim ranks that chunk first; else
     the one chunk holding the longest verbatim stretch of it (a pasted message with words around it:
-    `query.message_holder`), or when several do (a message several definitions raise) the first of them
+    `messages.message_holders`), or when several do (a message several definitions raise) the first of them
     whose file kind is not demoted; else the one chunk holding every string the query quotes (`quoting`, from
     the literal retriever); a lone identifier that exactly one candidate defines ranks that definition
     first (a relation question names a symbol to find its callers, so not there). The promoted chunk
@@ -249,17 +250,18 @@ def guaranteed_first(
     if len(exact) == 1:
         return exact[0]
     if exact:
-        holders = set(exact)
-        windows = [c for c in candidates if c.doc in holders]
-        if len(windows) == len(holders) and len({(c.path, c.symbol) for c in windows}) == 1:
+        exact_holders = set(exact)
+        windows = [c for c in candidates if c.doc in exact_holders]
+        if len(windows) == len(exact_holders) and len({(c.path, c.symbol) for c in windows}) == 1:
             return windows[0].doc
-    if spans and (holder := message_holder(dict(spans))) is not None:
-        return holder
-    if spans and (tied := message_holders(dict(spans))):
+    holders = message_holders(spans) if spans else frozenset()
+    if len(holders) == 1:
+        return next(iter(holders))
+    if holders:
         # A message several definitions raise: each holder of its longest run raises (or asserts) it, so
         # one of them goes first, not a chunk that only mentions its words: the first in the candidates'
         # order among those whose file kind the scorer does not demote (a test asserting the message).
-        holding = [c for c in candidates if c.doc in tied]
+        holding = [c for c in candidates if c.doc in holders]
         if holding:
             return max(holding, key=lambda c: file_penalty(c.path, parsed)).doc
     if len(quoting) == 1:

@@ -31,7 +31,8 @@ from ..ranking import (
     rank_hits,
     verbatim_spans,
 )
-from ..ranking.query import MESSAGE_CANDIDATES, VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
+from ..ranking.messages import MESSAGE_CANDIDATES
+from ..ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from ..resilience import RERANKER, cooling_down, endpoint_key
 from ..search import FieldWeights, Filters, Hit, KeywordSnapshot, preview, top_hits
 from ..store import Store
