@@ -294,3 +294,74 @@ def test_a_grown_run_more_chunks_hold_keeps_the_best_by_keyword_score(tmp_path: 
         assert (top.path, top.symbol in ("retry", "bulkhead")) == ("zz/policies.py", True)
     finally:
         eng.close()
+
+
+def test_a_message_two_functions_raise_in_different_case_ranks_the_one_in_the_pasted_case_first(
+    tmp_path: Path,
+) -> None:
+    """Both raise "number of iterables and ..." (one capitalised, and it says the words more often, so it
+    comes first by keyword score): the pasted lower-case message names the raiser that has it in that
+    case."""
+    capital = (
+        "def zip_offset(*iterables, offsets):\n"
+        "    '''Zip the iterables with offsets: one offset per iterable.'''\n"
+        "    if len(iterables) != len(offsets):\n"
+        "        raise ValueError('Number of iterables and offsets did not match')\n"
+        "    return zip(*iterables)\n"
+    )
+    lower = (
+        "def zip_equal(*iterables):\n"
+        "    sizes = [len(it) for it in iterables]\n"
+        "    if len(set(sizes)) > 1:\n"
+        "        raise ValueError('Mismatching number of iterables and lengths.')\n"
+        "    return zip(*iterables)\n"
+    )
+    repo = make_repo(tmp_path / "repo", {"pkg/offsets.py": capital, "pkg/equal.py": lower})
+    eng = Engine(repo, index_path=tmp_path / "index")
+    try:
+        eng.index()
+        top = eng.search("error: number of iterables and", mode="keyword").results
+        assert top[0].symbol == "zip_equal", [r.symbol for r in top]
+        # In the other function's case, the other one.
+        top = eng.search("error: Number of iterables and", mode="keyword").results
+        assert top[0].symbol == "zip_offset", [r.symbol for r in top]
+    finally:
+        eng.close()
+
+
+def test_a_pasted_message_with_a_value_finds_its_raiser_below_the_thirtieth_keyword_candidate(
+    tmp_path: Path,
+) -> None:
+    """The message has format holes ("'%s' expected type '%s', got '%s'"), so neither the quoted part nor
+    any window of it is in the literal index; 40 chunks say its words more often. The texts read for a
+    query that presents a message go deeper than 30 candidates, so the raiser is found and ranked first."""
+    noise = "".join(
+        f"// TestType{i} checks the type we got for value {i}: type, value, got.\n"
+        f'func TestType{i}(t *testing.T) {{ check(t, "type", "value", "got", {i}) }}\n\n'
+        for i in range(40)
+    )
+    raising = (
+        "package decode\n\n"
+        "func decodeInt(name string, data interface{}, val reflect.Value) error {\n"
+        "\tif !ok {\n"
+        "\t\treturn fmt.Errorf(\"'%s' expected type '%s', got '%s'\", name, val.Type(), data)\n"
+        "\t}\n"
+        "\treturn nil\n"
+        "}\n"
+    )
+    repo = make_repo(
+        tmp_path / "repo",
+        {"decode/checks_test.go": "package decode\n\n" + noise, "decode/decode.go": raising},
+    )
+    eng = Engine(repo, index_path=tmp_path / "index")
+    try:
+        eng.index()
+        query = "got err \"type 'value', got\""
+        snap = eng.snapshot()
+        _, hits = keyword_candidates(eng, parse_query(query), snap, None, 100)
+        at = next(i for i, h in enumerate(hits, 1) if snap.docs[h.doc].symbol == "decodeInt")
+        assert 30 < at <= 60, at  # where the old read depth (30) missed it
+        top = eng.search(query, mode="keyword").results
+        assert top[0].symbol == "decodeInt", [r.symbol for r in top[:5]]
+    finally:
+        eng.close()

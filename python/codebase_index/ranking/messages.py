@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from .query import (  # noqa: F401  (parse_query: the doctests use it)
+    MESSAGE_TOKEN,
     NOT_CONTENT,
     ParsedQuery,
     longest_run,
@@ -29,6 +30,21 @@ MESSAGE_MIN_WORDS = 3
 MESSAGE_COVERAGE = 0.6
 MESSAGE_COVERAGE_ERROR = 0.4
 MESSAGE_CANDIDATES = 30  # the best keyword candidates whose texts are read for it
+# ... for a query that presents a message (a failure word, an error's shape): BM25 on a message's words is
+# weak evidence (the raiser of "'%s' expected type '%s', got '%s'" among seven sits at keyword rank 32).
+MESSAGE_CANDIDATES_CUED = 60
+
+
+def message_candidates(parsed: ParsedQuery) -> int:
+    """How many of the best keyword candidates' texts are read for `verbatim_spans`."""
+    return MESSAGE_CANDIDATES_CUED if _cued(parsed) else MESSAGE_CANDIDATES
+
+
+def _cued(parsed: ParsedQuery) -> bool:
+    """The query presents a message (says it is about a failure, or is shaped as an error or code)."""
+    return parsed.mentions_error or parsed.style in ("error", "snippet")
+
+
 MESSAGE_MIN_CONTENT = 2
 
 
@@ -56,13 +72,22 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
     {1: 3, 2: 0}
     >>> verbatim_spans(q, [(3, "raise CompressionError(\\n    f'unsupported compression method')")])
     {3: 3}
+
+    Several texts holding the longest run (a message two definitions raise in different case): those
+    holding it in the query's case keep it, the others count one word less (`_prefer_query_case`).
+
+    >>> q = parse_query("error: number of iterables and")
+    >>> verbatim_spans(q, [(1, "raise ValueError('Number of iterables and offsets')"),
+    ...     (2, "raise ValueError('Mismatching number of iterables and lengths')")])
+    {1: 3, 2: 4}
     """
     words = parsed.message_words
     content = sum(1 for w in words if w not in NOT_CONTENT)
-    cued = parsed.mentions_error or parsed.style in ("error", "snippet")
+    cued = _cued(parsed)
     need = max(MESSAGE_MIN_CONTENT, (MESSAGE_COVERAGE_ERROR if cued else MESSAGE_COVERAGE) * content)
     wanted = {w for w in words if w not in NOT_CONTENT}
     out: dict[int, int] = {}
+    held: dict[int, str] = {}  # texts holding a run long enough for the guarantees
     for doc, text in texts:
         best = 0
         # A run's content words stand in the text, so a text (or literal) holding fewer of them than
@@ -116,7 +141,30 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
                 ):
                     best = size
         out[doc] = best
-    return out
+        if best >= MESSAGE_MIN_WORDS:
+            held[doc] = text
+    return _prefer_query_case(parsed, out, held)
+
+
+def _prefer_query_case(parsed: ParsedQuery, spans: dict[int, int], held: Mapping[int, str]) -> dict[int, int]:
+    """When several texts hold the longest run (case folded), and some hold it in the case the query
+    has it, the others count one word less: a message pasted from a log keeps its case, so "number of
+    iterables and" is the raiser of "Mismatching number of iterables and lengths", not of "Number of
+    iterables and offsets didn't match". Runs through format holes are left alone (their case is not
+    compared)."""
+    best = max(spans.values(), default=0)
+    tied = [d for d in held if spans[d] == best]
+    if len(tied) < 2:
+        return spans
+    cased = MESSAGE_TOKEN.findall(parsed.text)
+    if tuple(w.lower() for w in cased) != parsed.message_words:
+        return spans
+    keep = [d for d in tied if longest_run(cased, MESSAGE_TOKEN.findall(held[d]))[1] >= best]
+    if keep and len(keep) < len(tied):
+        for d in tied:
+            if d not in keep:
+                spans[d] = best - 1
+    return spans
 
 
 # A format hole in a message literal, where the message a user sees has a value: printf verbs (C, Go,

@@ -334,7 +334,7 @@ def _plain_words(text: str) -> list[str]:
 
 # Comparison operators, which tell messages apart that the same words spell ("n must be > 0", "n must be
 # >= 0"); not an arrow's ">" (->, =>).
-_MESSAGE_TOKEN = re.compile(r"[^\W_]+|(?<![-=])[<>]=?|[!=]==?")
+MESSAGE_TOKEN = re.compile(r"[^\W_]+|(?<![-=])[<>]=?|[!=]==?")
 _OPERATORS = frozenset({"<", ">", "<=", ">=", "==", "!=", "===", "!=="})
 NOT_CONTENT = _FILLER | _OPERATORS
 
@@ -345,7 +345,7 @@ def message_tokens(text: str) -> list[str]:
     >>> message_tokens("n must be >= 0, x -> y")
     ['n', 'must', 'be', '>=', '0', 'x', 'y']
     """
-    return _MESSAGE_TOKEN.findall(text.lower())
+    return MESSAGE_TOKEN.findall(text.lower())
 
 
 def verbatim_run(query_words: Sequence[str], text_words: Sequence[str]) -> int:

@@ -31,7 +31,7 @@ from ..ranking import (
     rank_hits,
     verbatim_spans,
 )
-from ..ranking.messages import MESSAGE_CANDIDATES
+from ..ranking.messages import message_candidates
 from ..ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from ..resilience import RERANKER, cooling_down, endpoint_key
 from ..search import FieldWeights, Filters, Hit, KeywordSnapshot, preview, top_hits
@@ -310,7 +310,7 @@ def head_texts(
         return {}
     if not (is_quotation(parsed) or may_hold_message(parsed) or may_quote(parsed)):
         return {}
-    docs = [h.doc for h in keyword_hits[:MESSAGE_CANDIDATES]]
+    docs = [h.doc for h in keyword_hits[: message_candidates(parsed)]]
     known = known or {}
     texts = chunk_texts(engine.store, [snap.docs[d].chunk_id for d in docs if d not in known])
     return {d: known[d] if d in known else texts.get(snap.docs[d].chunk_id, "") for d in docs}
