@@ -1061,6 +1061,24 @@ def test_verbatim_spans_read_format_holes_as_the_values_a_user_pastes() -> None:
     }
 
 
+def test_a_message_quoted_whole_needs_one_content_word() -> None:
+    """Quotes mark where a pasted message starts and ends: a raising literal holding the whole quoted
+    message counts with one content word ("should be in input" around a value); the same words
+    unquoted, or a quote the run does not cover whole, still need two."""
+    from codebase_index.ranking.messages import message_holder, verbatim_spans
+
+    raising = 'panic!("span {span:?} should be in input:\\n```\\n{input}\\n```")'
+    mention = "# the span should be in the input"
+    quoted = parse_query('it fails with "value should be in input:", how do I fix this')
+    spans = verbatim_spans(quoted, [(1, raising), (2, mention)])
+    assert spans[1] >= 5 and spans[2] == 0
+    assert message_holder(spans) == 1
+    unquoted = parse_query("it fails with value should be in input, how do I fix this")
+    assert verbatim_spans(unquoted, [(1, raising)]) == {1: 0}
+    longer = parse_query('it fails with "value should be in input: no such key", how do I fix this')
+    assert verbatim_spans(longer, [(1, raising)]) == {1: 0}
+
+
 def test_verbatim_spans_find_the_raising_call_above_a_message_that_is_not_its_first_argument() -> None:
     """A message on its own line after other arguments' lines (a C# `throw new X(` with the name and the
     value on the lines between) is raised by the call lines above, not only the line before; a C# `$"`

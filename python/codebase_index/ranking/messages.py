@@ -86,6 +86,10 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
     cued = _cued(parsed)
     need = max(MESSAGE_MIN_CONTENT, (MESSAGE_COVERAGE_ERROR if cued else MESSAGE_COVERAGE) * content)
     wanted = {w for w in words if w not in NOT_CONTENT}
+    # A message the user quoted whole marks its own bounds: a run covering it needs one content word
+    # ("value should be in input:" where the code says "span {span:?} should be in input:").
+    quotes = _quoted_ranges(parsed) if cued else ()
+    floor = 1 if quotes else need
     out: dict[int, int] = {}
     held: dict[int, str] = {}  # texts holding a run long enough for the guarantees
     for doc, text in texts:
@@ -94,15 +98,17 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
         # `need`, even as substrings, cannot qualify: most are rejected before any regex (13 -> <1 ms).
         # A message with format holes needs only its own words there (the values fill the rest).
         lower = text.lower()
-        if not _holds_enough(wanted, lower, need) and not (
-            cued and _HOLE_START.search(text) and _holds_enough(wanted, lower, MESSAGE_MIN_CONTENT)
+        if not _holds_enough(wanted, lower, floor) and not (
+            cued
+            and _HOLE_START.search(text)
+            and _holds_enough(wanted, lower, min(floor, MESSAGE_MIN_CONTENT))
         ):
             out[doc] = 0
             continue
         for m in _STRING_LITERAL.finditer(text):
             literal = m.group().lower()
             holed = cued and _FORMAT_HOLE.search(m.group()) is not None
-            if not _holds_enough(wanted, literal, MESSAGE_MIN_CONTENT if holed else need):
+            if not _holds_enough(wanted, literal, min(floor, MESSAGE_MIN_CONTENT) if holed else floor):
                 continue
             line_start = text.rfind("\n", 0, m.start()) + 1
             if line_start > 0 and _OPENS_LINE.fullmatch(text, line_start, m.start()):
@@ -117,11 +123,10 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
             if not _REPORTING_LINE.search(text, line_start, line_end if line_end >= 0 else len(text)):
                 continue
             start, length = longest_run(words, message_tokens(literal))
-            if (
-                length > best
-                and sum(1 for w in words[start : start + length] if w not in NOT_CONTENT) >= need
-            ):
-                best = length
+            if length > best:
+                said = sum(1 for w in words[start : start + length] if w not in NOT_CONTENT)
+                if said >= need or (said and _covers_quote(start, length, quotes)):
+                    best = length
             if holed:
                 # The user's message has values where the code's has format holes (`%s`, `{}`, `${x}`):
                 # a hole stands for the words of a value, the message's own words must still be there.
@@ -133,17 +138,39 @@ def verbatim_spans(parsed: ParsedQuery, texts: Iterable[tuple[int, str]]) -> dic
                 start, length, filled = message_run(words, message_words(m.group()))
                 covered = range(start, start + length)
                 size = length - len(filled) + _holes(sorted(filled))
-                if (
-                    size > best
-                    and sum(1 for k in covered if words[k] not in NOT_CONTENT) >= need
-                    and sum(1 for k in covered if k not in filled and words[k] not in NOT_CONTENT)
-                    >= MESSAGE_MIN_CONTENT
-                ):
-                    best = size
+                if size > best:
+                    said = sum(1 for k in covered if words[k] not in NOT_CONTENT)
+                    own = sum(1 for k in covered if k not in filled and words[k] not in NOT_CONTENT)
+                    if (said >= need and own >= MESSAGE_MIN_CONTENT) or (
+                        own and _covers_quote(start, length, quotes)
+                    ):
+                        best = size
         out[doc] = best
         if best >= MESSAGE_MIN_WORDS:
             held[doc] = text
     return _prefer_query_case(parsed, out, held)
+
+
+def _quoted_ranges(parsed: ParsedQuery) -> tuple[tuple[int, int], ...]:
+    """(start, end) positions among the query's `message_words` of each string it quotes that has at
+    least `MESSAGE_MIN_WORDS` words.
+
+    >>> _quoted_ranges(parse_query('it fails with "value should be in input:", how do I fix this'))
+    ((3, 8),)
+    """
+    words = parsed.message_words
+    out = []
+    for q in parsed.quoted:
+        tokens = message_tokens(q)
+        n = len(tokens)
+        if n >= MESSAGE_MIN_WORDS:
+            out += [(i, i + n) for i in range(len(words) - n + 1) if list(words[i : i + n]) == tokens][:1]
+    return tuple(out)
+
+
+def _covers_quote(start: int, length: int, quotes: Sequence[tuple[int, int]]) -> bool:
+    """The run `start`..`start + length` holds one of the quoted strings (`_quoted_ranges`) whole."""
+    return any(start <= lo and hi <= start + length for lo, hi in quotes)
 
 
 def _prefer_query_case(parsed: ParsedQuery, spans: dict[int, int], held: Mapping[int, str]) -> dict[int, int]:
