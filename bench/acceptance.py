@@ -147,7 +147,7 @@ def main() -> int:
     parser.add_argument("--repo", action="append", help="only these repositories (owner/name)")
     parser.add_argument("--mode", action="append", help="keyword/semantic/hybrid (default: keyword)")
     parser.add_argument(
-        "--ranker", choices=["rules", "learned"], help="search.ranker (default: the config's)"
+        "--ranker", choices=["auto", "rules", "learned"], help="search.ranker (default: the config's)"
     )
     parser.add_argument("--no-changes", action="store_true", help="skip the change descriptions")
     parser.add_argument("--golden", default="golden.json", help="golden file name in each set")

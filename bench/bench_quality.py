@@ -51,7 +51,7 @@ def main() -> int:
     parser.add_argument("--compare", default="semble,semble_bm25,bm25_raw")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument(
-        "--ranker", choices=["rules", "learned"], help="search.ranker (default: the config's)"
+        "--ranker", choices=["auto", "rules", "learned"], help="search.ranker (default: the config's)"
     )
     args = parser.parse_args()
     embedder.EMBED_HEADER = args.header

@@ -337,7 +337,7 @@ def main() -> int:
     parser.add_argument("--against", help="another checkout's python/ folder, run interleaved (A/B)")
     parser.add_argument("--rounds", type=int, default=1, help="repeat the A/B alternation")
     parser.add_argument(
-        "--ranker", choices=["rules", "learned"], help="search.ranker (default: the config's)"
+        "--ranker", choices=["auto", "rules", "learned"], help="search.ranker (default: the config's)"
     )
     parser.add_argument("--dump", type=Path, help="write each query's top 10 per mode under DIR/a, DIR/b")
     parser.add_argument("--vectors", type=Path, default=None, help="query vector cache (.npz)")

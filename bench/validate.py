@@ -125,7 +125,7 @@ def main() -> int:
     parser.add_argument("--compare", type=Path, help="a run saved with --save to compare against")
     parser.add_argument("--golden", default="golden.json", help="golden file name in each set")
     parser.add_argument(
-        "--ranker", choices=["rules", "learned"], help="search.ranker (default: the config's)"
+        "--ranker", choices=["auto", "rules", "learned"], help="search.ranker (default: the config's)"
     )
     args = parser.parse_args()
     modes = args.mode or ["keyword", "hybrid"]

@@ -944,7 +944,7 @@ def _ranked(engine: Engine, query: str, ranker: str) -> list[tuple[str, str]]:
     return [(r.path, r.symbol) for r in engine.search(query, mode="keyword").results]
 
 
-@pytest.mark.parametrize("ranker", ["rules", "learned"])
+@pytest.mark.parametrize("ranker", ["auto", "rules", "learned"])
 def test_a_query_quoted_from_one_chunk_ranks_that_chunk_first(guarantee_engine: Engine, ranker: str) -> None:
     # Lines of one chunk, quoted verbatim (re-indented: whitespace runs count as one space).
     quoted = "key, _, value = line.partition('=')\n values[key.strip()] = value.strip()"
@@ -955,13 +955,13 @@ def test_a_query_quoted_from_one_chunk_ranks_that_chunk_first(guarantee_engine: 
     )
 
 
-@pytest.mark.parametrize("ranker", ["rules", "learned"])
+@pytest.mark.parametrize("ranker", ["auto", "rules", "learned"])
 def test_an_identifier_naming_one_definition_ranks_it_first(guarantee_engine: Engine, ranker: str) -> None:
     for name, path in [("parse_settings", "app/settings.py"), ("serve_forever", "app/server.py")]:
         assert _ranked(guarantee_engine, name, ranker)[0] == (path, name)
 
 
-@pytest.mark.parametrize("ranker", ["rules", "learned"])
+@pytest.mark.parametrize("ranker", ["auto", "rules", "learned"])
 def test_a_relation_question_is_answered_by_the_caller(guarantee_engine: Engine, ranker: str) -> None:
     # "who calls load_settings": its callers (start_server, the test), not its definition, come first.
     top = _ranked(guarantee_engine, "who calls load_settings", ranker)[:2]
@@ -969,6 +969,31 @@ def test_a_relation_question_is_answered_by_the_caller(guarantee_engine: Engine,
     assert ("app/settings.py", "load_settings") not in top
     callees = _ranked(guarantee_engine, "what does start_server call", ranker)[:3]
     assert ("app/settings.py", "load_settings") in callees
+
+
+def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
+    guarantee_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codebase_index.ranking import pipeline
+
+    scored: list[str] = []
+    real = pipeline.rank_learned
+
+    def counting(*args: object, **kwargs: object) -> object:
+        scored.append("learned")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "rank_learned", counting)
+    for query, scorer in [
+        ("port = int(settings.get('port', 8080))", "learned"),
+        ("Fix the port check when the settings file is missing", "learned"),
+        ("how are the settings parsed", "rules"),
+        ("parse_settings", "rules"),
+        ("who calls load_settings", "rules"),
+    ]:
+        before = len(scored)
+        assert _ranked(guarantee_engine, query, "auto")
+        assert ("learned" if len(scored) > before else "rules") == scorer, query
 
 
 def test_guarantees_promote_only_a_unique_match() -> None:
@@ -984,7 +1009,7 @@ def test_guarantees_promote_only_a_unique_match() -> None:
     assert guarantees(ranked, parse_query("target"), two, []) == ranked
 
 
-@pytest.mark.parametrize("ranker", ["rules", "learned"])
+@pytest.mark.parametrize("ranker", ["auto", "rules", "learned"])
 def test_a_pasted_message_with_words_around_it_ranks_the_raising_site_first(
     guarantee_engine: Engine, ranker: str
 ) -> None:

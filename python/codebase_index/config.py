@@ -113,9 +113,12 @@ class SearchConfig(_Section, frozen=True):
         ),
     ] = 2000
     ranker: Annotated[
-        Literal["rules", "learned"],
-        _m("Candidate scorer: the hand-set rules or the model fitted on generated training queries"),
-    ] = "rules"
+        Literal["auto", "rules", "learned"],
+        _m(
+            "Candidate scorer: the hand-set rules, the model fitted on generated training queries, or auto "
+            "(the model where it beats the rules on held-out repositories: pasted code; the rules elsewhere)"
+        ),
+    ] = "auto"
     bm25: Bm25Config = msgspec.field(default_factory=Bm25Config)
 
 

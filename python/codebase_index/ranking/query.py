@@ -19,6 +19,7 @@ from .literals import Literal, literal_fragments
 from .style import (
     ERROR_WORDS,
     QUESTION_START,
+    change_shape,
     classify,
     code_shape,
     error_shape,
@@ -108,6 +109,7 @@ class ParsedQuery:
     paths: tuple[str, ...] = ()  # words that look like file paths
     relation: Relation | None = None  # set for relation questions ("who calls X")
     question: bool = False  # opens like a question or a how-to (`style.QUESTION_START`)
+    change: bool = False  # a change request or commit subject ("Fix ...", `style.change_shape`)
     terms: tuple[str, ...] = ()  # the keyword retriever's terms (`keyword_query`)
     term_weights: tuple[float, ...] = ()
     plain_words: tuple[str, ...] = ()  # words as written, for the verbatim check (`quotes_query`)
@@ -197,6 +199,7 @@ def parse_query(query: str) -> ParsedQuery:
         paths=paths,
         relation=relation,
         question=question,
+        change=not code_like and not symbol_query and change_shape(text),
         terms=tuple(terms),
         term_weights=tuple(term_weights),
         plain_words=plain_words,

@@ -275,6 +275,32 @@ def relation_of(query: str) -> Relation | None:
     return None
 
 
+# A change request or a commit subject opens with what to do, or what was done, to the code: "Fix --raw
+# with --chunked", "Don't read symlinks in safe mode", "✨ Update `launch` ...", "fix(router): ...". The
+# imperative and past forms only: "Adds a fallback strategy to the builder" describes what code does.
+_CHANGE_VERB_TEXT = """
+    add added allow allowed avoid bump change changed correct deprecate disable don't drop enable expose
+    fix fixed implement improve introduce make move optimize prevent refactor reduce remove removed
+    rename replace revert rewrite simplify skip support switch update updated upgrade use
+"""
+_CHANGE_VERBS = frozenset(_CHANGE_VERB_TEXT.split())
+# What may precede the verb: gitmoji and other symbols, "[tag]" labels, a conventional-commit "type(scope):".
+_CHANGE_PREFIX = re.compile(
+    r"^(?:[^\w\s'`]+\s*|\[[^\]\n]*\]\s*|[a-z]+(?:\([^)\n]*\))?!?:\s*)+", re.IGNORECASE
+)
+
+
+def change_shape(text: str) -> bool:
+    """Whether a plain-words query reads as a change to make or a commit subject.
+
+    >>> [change_shape(q) for q in ("Fix --raw with --chunked", "✨ Update `launch` to not print urls",
+    ...     "feat(router): support regexp params", "Adds a fallback strategy", "how is a route added")]
+    [True, True, True, False, False]
+    """
+    words = _CHANGE_PREFIX.sub("", text.strip()).split()
+    return len(words) >= 2 and words[0].lower() in _CHANGE_VERBS
+
+
 def classify(
     relation: Relation | None,
     paths: tuple[str, ...],
