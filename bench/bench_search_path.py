@@ -117,6 +117,8 @@ def _instrument() -> None:
         pipeline.rank_learned = _timed("rank-stage/scorer", pipeline.rank_learned)
     pipeline.guarantees = _timed("rank-stage/guarantees", pipeline.guarantees)
     vectors.VectorSnapshot.semantic_hits = _timed("vectors", vectors.VectorSnapshot.semantic_hits)  # type: ignore[method-assign]
+    if hasattr(vectors.VectorSnapshot, "nearest"):  # hybrid's vector search (candidates + file-vote list)
+        vectors.VectorSnapshot.nearest = _timed("vectors", vectors.VectorSnapshot.nearest)  # type: ignore[method-assign]
 
     start = retrieval.start_query_vector
 

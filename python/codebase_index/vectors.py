@@ -56,8 +56,17 @@ def exact_top_k(
     >>> [(r, round(s, 2)) for r, s in exact_top_k(m, np.array([1, 0], np.float32), 2, None)]
     [(0, 1.0), (2, 0.6)]
     """
+    rows, scores = exact_top_k_arrays(matrix, query, k, allowed)
+    # tolist() converts each array in one call (the same ints and floats as int()/float() per item).
+    return list(zip(rows.tolist(), scores.tolist(), strict=True))
+
+
+def exact_top_k_arrays(
+    matrix: np.ndarray, query: np.ndarray, k: int, allowed: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`exact_top_k` as two arrays (rows, scores), without building a pair per row."""
     if k <= 0 or matrix.shape[0] == 0:
-        return []
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     rows: np.ndarray | None = None
     # One BLAS thread: a matrix-vector product is memory-bound, and OpenBLAS's second thread made it 20x
     # slower (7k x 384: 16 ms vs 0.7 ms) whenever other work kept the cores busy (bench_vectors.py).
@@ -67,7 +76,7 @@ def exact_top_k(
         else:
             n_allowed = int(np.count_nonzero(allowed))
             if n_allowed == 0:
-                return []
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             if n_allowed * _GATHER_BELOW < matrix.shape[0]:
                 rows = np.flatnonzero(allowed)  # few rows: copying them out beats scanning them all
                 scores = matrix[rows] @ query
@@ -80,8 +89,7 @@ def exact_top_k(
     top = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
     order = top[np.lexsort((top, -scores[top]))]
     picked = order if rows is None else rows[order]
-    # tolist() converts each array in one call (the same ints and floats as int()/float() per item).
-    return list(zip(picked.tolist(), scores[order].tolist(), strict=True))
+    return picked, scores[order]
 
 
 class VectorSnapshot:
@@ -169,8 +177,8 @@ class VectorSnapshot:
             return []
         allowed = self.present if mask is None else (self.present & mask)
         want = k + (8 if exclude is not None else 0)
-        ann = self.ann
-        if ann is not None and ann.size >= ANN_THRESHOLD and int(allowed.sum()) >= ANN_THRESHOLD // 4:
+        ann = self._usable_ann(allowed)
+        if ann is not None:
             found = self._ann_hits(ann, query, want, allowed)
         else:
             found = exact_top_k(self.matrix, query, want, allowed)
@@ -178,11 +186,36 @@ class VectorSnapshot:
             return list(map(Hit._make, found[:k]))
         return [Hit(doc, score) for doc, score in found if not exclude(doc)][:k]
 
+    def nearest(
+        self, query: np.ndarray, k: int, mask: np.ndarray | None = None, searched: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`semantic_hits` without `exclude`, as two arrays (documents, cosines), best first: a deep list
+        (hybrid search's file vote reads a thousand) without a pair object per document. Over the ANN
+        index the search asks for `searched` documents (default k; oversampled as `semantic_hits` does)
+        and keeps every allowed one it finds, up to k: an ANN search for a thousand would cost several
+        times one for the candidates, a longer exact scan only its sort."""
+        if k <= 0 or not self.present.any():
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        allowed = self.present if mask is None else (self.present & mask)
+        ann = self._usable_ann(allowed)
+        if ann is None:
+            return exact_top_k_arrays(self.matrix, query, k, allowed)
+        found = self._ann_hits(ann, query, min(k, searched or k), allowed, keep=k)
+        docs = np.fromiter((d for d, _ in found), np.int64, len(found))
+        return docs, np.fromiter((s for _, s in found), np.float64, len(found))
+
+    def _usable_ann(self, allowed: np.ndarray) -> AnnIndex | None:
+        """The ANN index when it answers this search (a big index, a filter keeping enough of it)."""
+        ann = self.ann
+        if ann is not None and ann.size >= ANN_THRESHOLD and int(allowed.sum()) >= ANN_THRESHOLD // 4:
+            return ann
+        return None
+
     def _ann_hits(
-        self, ann: AnnIndex, query: np.ndarray, k: int, allowed: np.ndarray
+        self, ann: AnnIndex, query: np.ndarray, k: int, allowed: np.ndarray, keep: int | None = None
     ) -> list[tuple[int, float]]:
         """ANN over the persisted index, oversampling until k allowed docs turn up, plus an exact pass
-        over documents whose vectors are newer than the index file."""
+        over documents whose vectors are newer than the index file; the best `keep` (default k) found."""
         scores: dict[int, float] = {}
         count = k * _OVERSAMPLE
         while True:
@@ -200,7 +233,7 @@ class VectorSnapshot:
             tail[fresh] = True
             for doc, score in exact_top_k(self.matrix, query, k, tail & allowed):
                 scores.setdefault(doc, score)
-        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: keep or k]
 
 
 # -- the persisted ANN index ----------------------------------------------------------------------------

@@ -93,13 +93,16 @@ def fuse(
     params: RankParams | None = None,
     keyword_score: Callable[[Sequence[int]], Sequence[float]] | None = None,
     verbatim: bool = False,
+    votes: Sequence[np.ndarray | None] = (),
 ) -> list[tuple[int, float]]:
     """One first-stage order: keyword scores alone, or the configured fusion of both rankings.
 
     With RRF, each retriever also votes for files: a chunk gains `file_weight` times the RRF term of
     its file's rank in that retriever's file-level view, so a file whose chunks the vectors like as a
     whole lifts its chunks found by either retriever (`file_ids`: each document's file, one integer per
-    path). Given `keyword_score` (a document's keyword score),
+    path). `votes` (keyword, vector): a deeper ranking of that retriever's documents (best first, its
+    candidates first) to take the file ranks from instead of its candidate list; None or absent: the
+    candidate list. Given `keyword_score` (a document's keyword score),
     RRF ranks the vector candidates the keyword list left out by their keyword score too
     (`complete_keyword`): benchmark hybrid 0.8535 -> 0.8583. Literal queries (score fusion) keep their
     own keyword list: there the added candidates pushed definitions out of the reranked head (symbol
@@ -130,7 +133,7 @@ def fuse(
             rankings = [keyword_docs, semantic_docs]
             weights = [2.0 * weight, 2.0 * (1.0 - weight)]
             file_weights = (p.keyword_file, p.semantic_file) if file_ids is not None else (0.0, 0.0)
-            return _rrf_with_files(rankings, weights, file_weights, config.rrf_k, file_ids)
+            return _rrf_with_files(rankings, weights, file_weights, config.rrf_k, file_ids, votes)
     return best_first(ordered, 1)
 
 
@@ -140,12 +143,14 @@ def _rrf_with_files(
     file_weights: Sequence[float],
     k: int,
     file_ids: np.ndarray | None,
+    votes: Sequence[np.ndarray | None] = (),
 ) -> list[tuple[int, float]]:
-    """`fuse_rrf` of rankings without repeats, plus each ranking's file vote (`file_ranks`) as `fuse`
-    describes, best first (ties by document). In numpy over the candidates: a hybrid search fuses ~200
-    of them, and the dict loops with a path lookup per document cost ~0.2 ms of a ~2.4 ms search. Each
-    score is the same sum in the same order as `fuse_rrf` then the votes (0.0 + each ranking's term, then
-    each vote), so the floats equal the dict version's. Scratch arrays span the documents (`np.zeros`
+    """`fuse_rrf` of rankings without repeats, plus each ranking's file vote (`file_ranks` of the
+    ranking, or of its entry in `votes` when given) as `fuse` describes, best first (ties by document).
+    In numpy over the candidates: a hybrid search fuses ~200 of them, and the dict loops with a path
+    lookup per document cost ~0.2 ms of a ~2.4 ms search. Each score is the same sum in the same order
+    as `fuse_rrf` then the votes (0.0 + each ranking's term, then each vote), so the floats equal the
+    dict version's. Scratch arrays span the documents (`np.zeros`
     maps pages lazily: only the candidates' are touched)."""
     size = file_ids.shape[0] if file_ids is not None else 1 + max(int(r.max()) for r in rankings if r.size)
     seen = np.zeros(size, dtype=bool)
@@ -158,7 +163,10 @@ def _rrf_with_files(
     fused = scores[docs]
     if file_ids is not None:
         doc_files = file_ids[docs]
-        for ranking, w, fw in zip(rankings, weights, file_weights, strict=True):
+        deeper = [*votes, *[None] * (len(rankings) - len(votes))]
+        for ranking, w, fw, deep in zip(rankings, weights, file_weights, deeper, strict=True):
+            if deep is not None:
+                ranking = deep
             if fw <= 0 or not ranking.shape[0]:
                 continue
             # A file's rank in this ranking: by the first position of any of its chunks.

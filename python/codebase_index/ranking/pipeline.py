@@ -151,6 +151,7 @@ def rank_hits(
     spans: Mapping[int, int] | None = None,
     literal: Mapping[int, tuple[Literal, ...]] | None = None,
     paths: PathFeatures | None = None,
+    votes: Sequence[np.ndarray | None] = (),
 ) -> list[Hit]:
     """THE ranking entry point of every search mode: fuse the retrievers' candidates (either list may
     be empty), rerank the best `config.rerank_top_n` with the code-aware signals, keep the rest after
@@ -161,7 +162,8 @@ def rank_hits(
     candidates whose text holds the whole query verbatim (see `guarantees`); `spans`: the longest verbatim
     run of the query's words in each candidate whose text was read (`messages.verbatim_spans`); `literal`:
     the literals of the query each document holds verbatim (`codebase_index.literal`); `paths`: the
-    candidates' file features computed ahead (`prepare`). The exact-text
+    candidates' file features computed ahead (`prepare`); `votes`: the deeper rankings the retrievers' file
+    votes read (`fusion.fuse`). The exact-text
     evidence (the exact holders, the message holder, quoted-string holders) joins the head like the
     graph's answers, wherever the other retrievers put it."""
     spans = spans or {}
@@ -169,7 +171,7 @@ def rank_hits(
     docs = snap.docs
     layout = layout_of(snap)
     ordered = fuse(
-        parsed, keyword_hits, semantic_hits, config, layout.file_ids, params, keyword_score, verbatim
+        parsed, keyword_hits, semantic_hits, config, layout.file_ids, params, keyword_score, verbatim, votes
     )
     top_n = config.rerank_top_n
     if top_n <= 0 or not ordered:
