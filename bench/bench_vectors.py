@@ -39,7 +39,7 @@ import numpy as np
 from codebase_index.config import Config
 from codebase_index.embeddings.blas_threads import single_blas_thread
 from codebase_index.service import Engine
-from codebase_index.vectors import exact_top_k
+from codebase_index.vectors import exact_top_k, usearch_index_class
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_paths import SHARED_BENCH
@@ -221,7 +221,7 @@ def clustered(rng: np.random.Generator, n: int, centers: np.ndarray) -> np.ndarr
 
 
 def crossover(sizes: list[int], queries: int = 40, dims: int = 384) -> dict[str, Any]:
-    from usearch.index import Index
+    Index = usearch_index_class()
 
     rng = np.random.default_rng(11)
     centers = rng.normal(size=(512, dims)).astype(np.float32)

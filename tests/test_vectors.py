@@ -488,3 +488,24 @@ def test_cli_similar_and_peek(tmp_path: Path) -> None:
         )
         bad = cli("similar", "--at", "src/a.py")
         assert bad.returncode == 1 and "PATH:LINE" in bad.stderr
+
+
+_ANN_THEN_MODEL = """
+import sys
+from pathlib import Path
+from codebase_index.vectors import AnnIndex
+AnnIndex.load(Path(sys.argv[1]), "m", 8)  # loads usearch (nothing saved: None)
+import onnxruntime  # what the embedded model loads next, in the same process
+print("alive", onnxruntime.get_version_string())
+"""
+
+
+def test_the_embedded_model_loads_after_the_ann_index_in_one_process(tmp_path: Path) -> None:
+    """A sidecar that opens a large index (its ANN index: usearch) before its first query embedding
+    (onnxruntime) must not crash: onnxruntime 1.32's native library segfaults when it loads after
+    usearch's (in a fresh process, as a sidecar starts)."""
+    pytest.importorskip("onnxruntime")
+    done = subprocess.run(
+        [sys.executable, "-c", _ANN_THEN_MODEL, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr[-2000:])

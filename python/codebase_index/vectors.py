@@ -24,6 +24,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -239,6 +240,18 @@ class VectorSnapshot:
 # -- the persisted ANN index ----------------------------------------------------------------------------
 
 
+def usearch_index_class() -> Any:
+    """usearch's `Index`, imported after onnxruntime: onnxruntime 1.32's native library crashes the
+    process (SIGSEGV) when it loads after usearch's, which a sidecar opening a large index before its
+    first query embedding did; the other order is fine. Without onnxruntime (numpy embeddings, remote
+    providers) usearch loads alone."""
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index
+
+
 def _file_stem(model_id: str) -> str:
     return "vectors-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", model_id)
 
@@ -299,7 +312,7 @@ class AnnIndex:
     @classmethod
     def load(cls, index_dir: Path, model_id: str, dimensions: int) -> AnnIndex | None:
         """The saved index if present and readable, else None (the caller searches exactly)."""
-        from usearch.index import Index
+        Index = usearch_index_class()
 
         data_path, meta_path = cls.paths(index_dir, model_id)
         try:
@@ -328,7 +341,7 @@ class AnnIndex:
         cls, store: Store, index_dir: Path, model_id: str, dimensions: int, current: AnnIndex | None
     ) -> tuple[AnnIndex, str]:
         """`sync` with the lock held and the saved index already loaded (None: rebuild from scratch)."""
-        from usearch.index import Index
+        Index = usearch_index_class()
 
         ensure_tables(store.conn)
         where, params = _valid_rows(model_id, dimensions)
