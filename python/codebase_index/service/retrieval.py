@@ -180,16 +180,16 @@ def search(
     if mode is not None and mode not in SEARCH_MODES:
         raise ValueError(f"unknown search mode {mode!r}; available: {', '.join(SEARCH_MODES)}")
     snap = engine.snapshot()
+    vecs, note = (
+        (None, "") if mode == "keyword" else usable_vectors(engine, snap, required=mode == "semantic")
+    )
+    # The query's embedding, the slowest stage, starts first and runs while the rest of the search works.
+    pending = start_query_vector(engine, query) if vecs is not None else None
     parsed = parse_query(query)
     mask = snap.candidate_mask(filters or Filters())
     pool = max(CANDIDATE_POOL, engine.config.search.rerank_top_n)  # what hybrid fuses, whatever top_k
     # Keyword and semantic answers: more candidates only lengthen the tail, their order stays.
     depth = max(pool, top_k * 3)
-    vecs, note = (
-        (None, "") if mode == "keyword" else usable_vectors(engine, snap, required=mode == "semantic")
-    )
-    # The query's embedding, the slowest stage, runs while the other retrievers work.
-    pending = start_query_vector(engine, query) if vecs is not None else None
     keyword_hits: list[Hit] = []
     keyword_scores: np.ndarray | None = None  # every document's, for fusion (see ranking.fusion)
     if mode != "semantic":
