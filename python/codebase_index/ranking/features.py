@@ -130,8 +130,13 @@ def stem_overlap(name: str, parsed: ParsedQuery) -> float:
     """
     if not name or not parsed.stems:
         return 0.0
-    parts = {stem(p) for p in _name_parts(name)}
-    return len(parsed.stems & parts) / len(parsed.stems)
+    return len(parsed.stems & _name_stems(name)) / len(parsed.stems)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _name_stems(name: str) -> frozenset[str]:
+    """Stems of a name's identifier parts; cached: a search asks for ~100 names, repeated across searches."""
+    return frozenset(stem(p) for p in _name_parts(name))
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -151,6 +156,16 @@ def _abbreviation_heads(stems: frozenset[str]) -> dict[str, frozenset[str]]:
     word is a prefix of at least 3 letters, 2+ letters shorter (`impl` ~ implementations, `ser` ~
     serialization; `cfg` is not caught). Per query, so that each file costs one set test per word."""
     return {s: frozenset(s[:k] for k in range(3, len(s) - 1)) for s in stems if len(s) >= 5}
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _path_words(
+    stems: frozenset[str], compounds: tuple[tuple[str, frozenset[str]], ...], abbreviation: bool
+) -> frozenset[str]:
+    """Every path part that can score for a query: its stems, its compounds and (with `abbreviation`)
+    their abbreviations. A path with none of them scores 0 (`path_score` answers it with one set test)."""
+    heads = _abbreviation_heads(stems).values() if abbreviation else ()
+    return stems.union(*heads, (joined for joined, _ in compounds))
 
 
 def path_score(
@@ -180,6 +195,9 @@ def path_score(
     if not parsed.stems:
         return 0.0
     name_stems, dir_stems = _path_parts(path)
+    words = _path_words(parsed.stems, parsed.compounds, bool(abbreviation))
+    if words.isdisjoint(name_stems) and words.isdisjoint(dir_stems):
+        return 0.0  # what the loop below returns for such a path, without it
     prefixes = _abbreviation_heads(parsed.stems) if abbreviation else {}
     in_name: set[str] = set()
     in_dir: set[str] = set()
