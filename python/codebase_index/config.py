@@ -116,7 +116,8 @@ class SearchConfig(_Section, frozen=True):
         Literal["auto", "rules", "learned"],
         _m(
             "Candidate scorer: the hand-set rules, the model fitted on generated training queries, or auto "
-            "(the model where it beats the rules on held-out repositories: pasted code; the rules elsewhere)"
+            "(the model where it beats the rules on held-out repositories: pasted code and change requests; "
+            "the rules elsewhere)"
         ),
     ] = "auto"
     bm25: Bm25Config = msgspec.field(default_factory=Bm25Config)

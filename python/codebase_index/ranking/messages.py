@@ -33,6 +33,7 @@ MESSAGE_CANDIDATES = 30  # the best keyword candidates whose texts are read for 
 # ... for a query that presents a message (a failure word, an error's shape): BM25 on a message's words is
 # weak evidence (the raiser of "'%s' expected type '%s', got '%s'" among seven sits at keyword rank 32).
 MESSAGE_CANDIDATES_CUED = 60
+MESSAGE_MIN_CONTENT = 2
 
 
 def message_candidates(parsed: ParsedQuery) -> int:
@@ -43,9 +44,6 @@ def message_candidates(parsed: ParsedQuery) -> int:
 def _cued(parsed: ParsedQuery) -> bool:
     """The query presents a message (says it is about a failure, or is shaped as an error or code)."""
     return parsed.mentions_error or parsed.style in ("error", "snippet")
-
-
-MESSAGE_MIN_CONTENT = 2
 
 
 def may_hold_message(parsed: ParsedQuery) -> bool:

@@ -125,7 +125,7 @@ def prepare(
 def scorer_for(parsed: ParsedQuery, ranker: str) -> str:
     """The scorer a query gets: `ranker` itself, or for "auto" the fitted model on pasted code and change
     requests (where it beats the rules on the held-out validation repositories: file MRR@10 snippet
-    0.924 -> 0.936, renamed snippet 0.755 -> 0.816, change descriptions 0.663 -> 0.693, keyword) and the
+    0.924 -> 0.936, renamed snippet 0.755 -> 0.816, change descriptions 0.663 -> 0.685, keyword) and the
     rules elsewhere (descriptions and identifiers within 0.004 of them, relation questions 0.012 below:
     bench/ranker_hybrid.md).
 
