@@ -175,8 +175,8 @@ def _prefer_query_case(parsed: ParsedQuery, spans: dict[int, int], held: Mapping
     """When several texts hold the longest run (case folded), and some hold it in the case the query
     has it, the others count one word less: a message pasted from a log keeps its case, so "number of
     iterables and" is the raiser of "Mismatching number of iterables and lengths", not of "Number of
-    iterables and offsets didn't match". Runs through format holes are left alone (their case is not
-    compared)."""
+    iterables and offsets didn't match". A run through format holes is never held in the query's case
+    word for word (its holes are not words): when every tied run goes through holes, nothing changes."""
     best = max(spans.values(), default=0)
     tied = [d for d in held if spans[d] == best]
     if len(tied) < 2:
