@@ -290,14 +290,24 @@ _CHANGE_PREFIX = re.compile(
 )
 
 
+# A conventional-commit subject names itself a change by its type ("fix: handle an empty body").
+_CONVENTIONAL = re.compile(
+    r"^(?:[^\w\s'`]+\s*)?(?:feat|fix|perf|refactor|revert|chore|build)(?:\([^)\n]*\))?!?:\s*\S", re.IGNORECASE
+)
+
+
 def change_shape(text: str) -> bool:
     """Whether a plain-words query reads as a change to make or a commit subject.
 
     >>> [change_shape(q) for q in ("Fix --raw with --chunked", "✨ Update `launch` to not print urls",
-    ...     "feat(router): support regexp params", "Adds a fallback strategy", "how is a route added")]
-    [True, True, True, False, False]
+    ...     "feat(router): support regexp params", "fix: handle an empty body", "Adds a fallback strategy",
+    ...     "how is a route added", "error: value too large")]
+    [True, True, True, True, False, False, False]
     """
-    words = _CHANGE_PREFIX.sub("", text.strip()).split()
+    stripped = text.strip()
+    if _CONVENTIONAL.match(stripped):
+        return True
+    words = _CHANGE_PREFIX.sub("", stripped).split()
     return len(words) >= 2 and words[0].lower() in _CHANGE_VERBS
 
 
