@@ -996,6 +996,28 @@ def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
         assert ("learned" if len(scored) > before else "rules") == scorer, query
 
 
+def test_an_unreadable_ranking_model_falls_back_to_the_rules_and_says_so(
+    guarantee_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged install (weights.json truncated): pasted code, which `auto` scores with the model, is
+    answered by the hand-set scorer with a note naming the cause; other queries carry no note."""
+    from codebase_index.ranking import learned
+
+    broken = tmp_path / "weights.json"
+    broken.write_text('{"features": ["fused"], "weig')
+    monkeypatch.setattr(learned, "WEIGHTS_FILE", broken)
+    engine = guarantee_engine
+    engine.config = msgspec.structs.replace(
+        engine.config, search=msgspec.structs.replace(engine.config.search, ranker="auto")
+    )
+    snippet = "port = int(settings.get('port', 8080))"
+    response = engine.search(snippet, mode="keyword")
+    assert response.results[0].path == "app/server.py"
+    assert "ranking model could not be read" in response.note and "JSONDecodeError" in response.note
+    assert [(r.path, r.symbol) for r in response.results] == _ranked(engine, snippet, "rules")
+    assert "ranking model" not in (engine.search("how are the settings parsed", mode="keyword").note or "")
+
+
 def test_guarantees_promote_only_a_unique_match() -> None:
     from codebase_index.ranking.pipeline import guarantees
 

@@ -297,6 +297,18 @@ def load_model(path: Path = WEIGHTS_FILE) -> LinearModel:
     return LinearModel.from_json(json.loads(path.read_text(encoding="utf-8")))
 
 
+def usable_model(path: Path | None = None) -> tuple[LinearModel | None, str]:
+    """The shipped model, or None and why it cannot be read (a damaged install): the search then ranks
+    with the hand-set scorer and says so, instead of failing."""
+    try:
+        return load_model(path or WEIGHTS_FILE), ""
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return (
+            None,
+            f"the ranking model could not be read ({type(exc).__name__}: {exc}); hand-set ranking used",
+        )
+
+
 def rank_learned(
     cands: Sequence[Candidate],
     parsed: ParsedQuery,

@@ -22,7 +22,7 @@ from .features import (
     superseded_dirs,
 )
 from .fusion import fuse
-from .learned import Evidence, rank_learned
+from .learned import Evidence, rank_learned, usable_model
 from .literals import Literal
 from .messages import message_holder, message_holders
 from .model import Candidate, PathFeatures, RankParams, path_features, rank
@@ -204,7 +204,8 @@ def rank_hits(
             new_record(Candidate, (d, doc.path, doc.symbol, doc.kind, s, bool(flag & 1), bool(flag & 2)))
         )
     recording = _CAPTURE.get()
-    learned = scorer_for(parsed, config.ranker) == "learned"
+    model = usable_model()[0] if scorer_for(parsed, config.ranker) == "learned" else None
+    learned = model is not None  # an unreadable model: the rules (`usable_model`; the search says so)
     if learned or recording is not None:
         evidence = Evidence(
             {d: (s, r) for r, (d, s) in enumerate(keyword_hits)},
@@ -217,8 +218,8 @@ def rank_hits(
             recording.append(
                 Captured(parsed, candidates, evidence, path_weights, tuple(exact), tuple(quoting))
             )
-    if learned:
-        ranked = rank_learned(candidates, parsed, evidence, path_weights)
+    if model is not None:
+        ranked = rank_learned(candidates, parsed, evidence, path_weights, model)
     else:
         ranked = rank(candidates, parsed, params, path_weights, related, quoted, paths)
     out = guarantees(ranked, parsed, candidates, exact, spans, quoting)

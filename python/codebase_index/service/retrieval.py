@@ -31,7 +31,9 @@ from ..ranking import (
     rank_hits,
     verbatim_spans,
 )
+from ..ranking.learned import usable_model
 from ..ranking.messages import message_candidates
+from ..ranking.pipeline import scorer_for
 from ..ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from ..resilience import RERANKER, cooling_down, endpoint_key
 from ..search import FieldWeights, Filters, Hit, KeywordSnapshot, preview, top_hits
@@ -231,6 +233,8 @@ def search(
     def answer(strategy: str, fused: list[Hit], note: str = "") -> SearchResponse:
         """Let a configured reranker reorder the head of the order, and format the top `top_k`."""
         order, rerank_note = external_rerank(engine, query, snap, fused)
+        if scorer_for(parsed, engine.config.search.ranker) == "learned":
+            note = _join(note, usable_model()[1])
         return respond(engine, query, strategy, top_k, snap, order[:top_k], _join(note, rerank_note), read)
 
     def keyword_only(strategy: str, note: str = "") -> SearchResponse:
