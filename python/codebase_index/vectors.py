@@ -174,17 +174,12 @@ class VectorSnapshot:
         exclude: Callable[[int], bool] | None = None,
     ) -> list[Hit]:
         """Documents nearest to `query` by cosine, best first; `mask` filters, `exclude` drops single docs."""
-        if k <= 0 or not self.present.any():
+        if k <= 0:
             return []
-        allowed = self.present if mask is None else (self.present & mask)
-        want = k + (8 if exclude is not None else 0)
-        ann = self._usable_ann(allowed)
-        if ann is not None:
-            found = self._ann_hits(ann, query, want, allowed)
-        else:
-            found = exact_top_k(self.matrix, query, want, allowed)
+        docs, cosines = self.nearest(query, k + (8 if exclude is not None else 0), mask)
+        found = zip(docs.tolist(), cosines.tolist(), strict=True)
         if exclude is None:
-            return list(map(Hit._make, found[:k]))
+            return list(map(Hit._make, found))[:k]
         return [Hit(doc, score) for doc, score in found if not exclude(doc)][:k]
 
     def nearest(
