@@ -30,15 +30,18 @@ MESSAGE_MIN_WORDS = 3
 MESSAGE_COVERAGE = 0.6
 MESSAGE_COVERAGE_ERROR = 0.4
 MESSAGE_CANDIDATES = 30  # the best keyword candidates whose texts are read for it
-# ... for a query that presents a message (a failure word, an error's shape): BM25 on a message's words is
-# weak evidence (the raiser of "'%s' expected type '%s', got '%s'" among seven sits at keyword rank 32).
-MESSAGE_CANDIDATES_CUED = 60
+# ... for an error message (a failure word, an error's shape): BM25 on a message's words is weak evidence
+# (the raiser of "'%s' expected type '%s', got '%s'" among seven sits at keyword rank 32). Pasted code reads
+# 30: at 60 no validation snippet changed, and each read text is scanned for message runs.
+MESSAGE_CANDIDATES_ERROR = 60
 MESSAGE_MIN_CONTENT = 2
 
 
 def message_candidates(parsed: ParsedQuery) -> int:
     """How many of the best keyword candidates' texts are read for `verbatim_spans`."""
-    return MESSAGE_CANDIDATES_CUED if _cued(parsed) else MESSAGE_CANDIDATES
+    return (
+        MESSAGE_CANDIDATES_ERROR if parsed.mentions_error or parsed.style == "error" else MESSAGE_CANDIDATES
+    )
 
 
 def _cued(parsed: ParsedQuery) -> bool:
