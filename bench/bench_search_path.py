@@ -6,8 +6,10 @@ is cleared), as a new query would be; a query's stage times are summed over its 
 
 Stages are timed by wrapping the engine's own functions (service/retrieval's retrievers, fusion, the rank
 stage's parts, formatting), so the code measured is the code that ships. `post-embedding` is the part of
-a hybrid search that waits for the query vector: with the embedding on its own thread (the keyword, graph
-and exact-text retrievers run meanwhile), it is what the search adds to the embedding.
+a hybrid search that needs the query vector: with a fresh query the searching thread computes the
+embedding while the keyword, graph and exact-text retrievers run beside it (`retrieval.beside`), so this
+part is what the search adds to the embedding. Fresh queries, thread
+hand-overs included, come from `bench_quality.py --mode hybrid` ("beyond its embedding").
 
 The machine is shared, so `--against OTHER/python` runs another checkout's code the same way, repository by
 repository in alternating order (A/B interleaved), each in its own process. `--dump DIR` writes every
@@ -59,7 +61,7 @@ class _Clock:
     def __init__(self) -> None:
         self.cpu: dict[str, float] = {}
         self.wall: dict[str, float] = {}
-        self.waited: tuple[float, float] | None = None  # (CPU, wall) when the search asked for the vector
+        self.ready: tuple[float, float] | None = None  # (CPU, wall) once the vector and retrievers are in
 
     def add(self, stage: str, cpu: float, wall: float) -> None:
         self.cpu[stage] = self.cpu.get(stage, 0.0) + cpu
@@ -83,12 +85,15 @@ def _timed(stage: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class _MarkedFuture(Future):  # type: ignore[type-arg]
-    """The query vector's future, noting when the search first waits for it."""
+    """An older checkout's query-vector future, noting when the search has the vector: what follows is
+    what the search adds to its embedding. (Now the searching thread embeds the query and runs the
+    retrievers itself when the vector is cached, as here: `ready` is marked when they end.)"""
 
     def result(self, timeout: float | None = None) -> Any:
-        if _CLOCK and _CLOCK[-1].waited is None:
-            _CLOCK[-1].waited = (time.thread_time(), time.perf_counter())
-        return super().result(timeout)
+        found = super().result(timeout)
+        if _CLOCK and _CLOCK[-1].ready is None:
+            _CLOCK[-1].ready = (time.thread_time(), time.perf_counter())
+        return found
 
 
 def _instrument() -> None:
@@ -98,6 +103,7 @@ def _instrument() -> None:
     from codebase_index.service import retrieval
 
     for name, stage in (
+        ("gather", "retrievers"),
         ("parse_query", "parse"),
         ("usable_vectors", "vector-snapshot"),
         ("keyword_candidates", "keyword"),
@@ -110,7 +116,8 @@ def _instrument() -> None:
         ("fuse", "rank-stage"),
         ("respond", "format"),
     ):
-        setattr(retrieval, name, _timed(stage, getattr(retrieval, name)))
+        if hasattr(retrieval, name):  # an older checkout (--against) may lack a stage
+            setattr(retrieval, name, _timed(stage, getattr(retrieval, name)))
     for name, stage in (("fuse", "rank-stage/fusion"), ("rank", "rank-stage/scorer")):
         setattr(pipeline, name, _timed(stage, getattr(pipeline, name)))
     if hasattr(pipeline, "rank_learned"):
@@ -120,6 +127,23 @@ def _instrument() -> None:
     if hasattr(vectors.VectorSnapshot, "nearest"):  # hybrid's vector search (candidates + file-vote list)
         vectors.VectorSnapshot.nearest = _timed("vectors", vectors.VectorSnapshot.nearest)  # type: ignore[method-assign]
 
+    if hasattr(retrieval, "gather"):
+        timed_gather = retrieval.gather
+
+        def gather_marked(*args: Any, **kwargs: Any) -> Any:
+            found = timed_gather(*args, **kwargs)
+            hybrid = args[7] if len(args) > 7 else kwargs.get("hybrid", False)
+            if hybrid and _CLOCK and _CLOCK[-1].ready is None:  # the query vector is cached: in already
+                _CLOCK[-1].ready = (time.thread_time(), time.perf_counter())
+            return found
+
+        retrieval.gather = gather_marked
+    else:
+        _mark_vector_wait(retrieval)  # an older checkout: the embedding ran on its own thread
+
+
+def _mark_vector_wait(retrieval: Any) -> None:
+    """Older checkouts (before `retrieval.beside`): the query vector's future, marked when it is in."""
     start = retrieval.start_query_vector
 
     def start_marked(engine: Any, text: str) -> Future:  # type: ignore[type-arg]
@@ -205,8 +229,8 @@ def worker(spec: dict[str, Any], modes: list[str], vectors_path: Path, dump: Pat
             c1, w1 = time.thread_time(), time.perf_counter()
             _CLOCK.pop()
             clock.add("total", c1 - c0, w1 - w0)
-            if clock.waited is not None:
-                clock.add("post-embedding", c1 - clock.waited[0], w1 - clock.waited[1])
+            if clock.ready is not None:
+                clock.add("post-embedding", c1 - clock.ready[0], w1 - clock.ready[1])
             rows.append({"strategy": response.strategy, "cpu": clock.cpu, "wall": clock.wall})
             top[query] = [[r.path, r.start_line, r.end_line, r.score] for r in response.results]
         out["modes"][mode] = rows

@@ -296,13 +296,25 @@ def test_provider_dead_from_the_start_says_embedding_failed(tmp_path: Path) -> N
     engine.close()
 
 
-def test_query_embedding_runs_on_its_own_thread_beside_the_keyword_retrievers(tmp_path: Path) -> None:
-    """Hybrid search starts the query's embedding on the engine's query-embedding thread before the
-    keyword, graph and exact-text retrievers run, joins it for fusion, and serves a repeated query from
-    the cache without a thread hop or a request; close() ends the thread."""
+def test_retrievers_run_beside_the_query_embedding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hybrid search computes the query's embedding on the searching thread and runs the keyword, graph
+    and exact-text retrievers on one of the engine's search threads meanwhile: they are done while the
+    embedding request is still in flight. A repeated query is served from the cache without a request;
+    close() ends the search threads."""
     import threading
-    import time
 
+    from codebase_index.service import retrieval
+
+    gathered: list[tuple[str, bool]] = []  # (thread name, the embedding request answered yet)
+    answered = threading.Event()
+    real_gather = retrieval.gather
+
+    def gather(*args: Any, **kwargs: Any) -> Any:
+        found = real_gather(*args, **kwargs)
+        gathered.append((threading.current_thread().name, answered.is_set()))
+        return found
+
+    monkeypatch.setattr(retrieval, "gather", gather)
     root = make_project(tmp_path / "proj")
     index = tmp_path / "index"
     with serve(dims=8) as server:
@@ -311,18 +323,32 @@ def test_query_embedding_runs_on_its_own_thread_beside_the_keyword_retrievers(tm
         before = len(server.posts())
         server.enqueue(slow_fault(0.5))
         answer: list[Any] = []
-        searching = threading.Thread(target=lambda: answer.append(engine.search("invoice total tax")))
-        searching.start()
-        deadline = time.monotonic() + 5
-        while len(server.posts()) == before and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert len(server.posts()) == before + 1, "the query's embedding request reached the provider"
-        embedding_threads = [t for t in threading.enumerate() if t.name.startswith("query-embedding")]
-        assert embedding_threads and searching not in embedding_threads
-        searching.join(10)
+
+        def searching() -> None:
+            provider = engine.embedding_provider()
+            assert provider is not None
+            real_embed = provider.embed_query
+
+            def embed_query(text: str) -> Any:
+                try:
+                    return real_embed(text)
+                finally:
+                    answered.set()
+
+            provider.embed_query = embed_query  # type: ignore[method-assign]
+            answer.append(engine.search("invoice total tax"))
+
+        thread = threading.Thread(target=searching, name="the-caller")
+        thread.start()
+        thread.join(10)
         assert answer and answer[0].strategy == "hybrid"
         assert answer[0].results[0].path == "src/billing.py"
+        assert len(server.posts()) == before + 1, "one embedding request, made by the searching thread"
+        assert gathered == [(gathered[0][0], False)], "the retrievers finished before the embedding came back"
+        assert gathered[0][0].startswith("search") and gathered[0][0] != "the-caller"
+        search_threads = [t for t in threading.enumerate() if t.name.startswith("search")]
+        assert search_threads
         again = engine.search("invoice total tax")
         assert again.strategy == "hybrid" and len(server.posts()) == before + 1  # cached
         engine.close()
-        assert not any(t.is_alive() for t in embedding_threads)
+        assert not any(t.is_alive() for t in search_threads)

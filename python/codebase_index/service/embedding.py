@@ -4,12 +4,13 @@ a circuit breaker) and the vector snapshot searches read. `Engine` holds the sta
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("codebase_index.search")
 QUERY_CACHE_SIZE = 256
+# Threads running hybrid searches' retrievers beside their embeddings (`beside`): one per concurrent search.
+SEARCH_THREADS = 4
+T = TypeVar("T")
 
 
 class QueryEmbeddingError(Exception):
@@ -81,32 +85,46 @@ def query_vector(engine: Engine, text: str) -> np.ndarray:
     """The query's embedding, cached per text (agents repeat and refine queries). Raises
     QueryEmbeddingError (its message is the note search shows) when the provider fails, within the
     remote query budget (`search.queryEmbeddingTimeoutMs`, one try), or is cooling down after failing."""
+    found = query_embedding(engine, text)
+    return found if isinstance(found, np.ndarray) else found()
+
+
+def query_embedding(engine: Engine, text: str) -> np.ndarray | Callable[[], np.ndarray]:
+    """`query_vector` in two steps: the cached vector, or else (after asking the circuit breaker:
+    QueryEmbeddingError while the provider cools down) a function that calls the model. A hybrid search
+    asks before it hands its retrievers to another thread, so that nothing between the hand-over and the
+    model gives that thread the GIL (a file read would) and the model starts at once; with the vector
+    cached it runs them itself (a thread hop would only add to the search)."""
     provider = engine.embedding_provider()
     if provider is None:
         raise StoreError(engine._provider_error or "no embedding provider")
     cached = _cached_query_vector(engine, provider.model_id, text)
     if cached is not None:
         return cached
-    key = (provider.model_id, text)
     guard = breaker(engine, QUERY_EMBEDDING)
     endpoint = provider_endpoint(provider)
     blocked = guard.allow(endpoint)
     if blocked is not None:
         raise QueryEmbeddingError(f"keyword results only: the embedding provider {cooling_down(blocked)}")
-    try:
-        vector = provider.embed_query(text)
-    except Exception as exc:  # a dead, slow or misconfigured provider never fails the search
-        error = str(exc) if isinstance(exc, EmbeddingError) else f"{type(exc).__name__}: {exc}"
-        health = guard.failure(endpoint, error)
-        log.warning("query embedding failed (%d in a row), keyword results: %s", health.failures, error)
-        note = f"keyword results only: the embedding provider failed ({error})"
-        raise QueryEmbeddingError(note) from None
-    guard.success(endpoint)
-    with engine._query_vectors_lock:
-        engine._query_vectors[key] = vector
-        while len(engine._query_vectors) > QUERY_CACHE_SIZE:
-            engine._query_vectors.popitem(last=False)
-    return vector
+    key = (provider.model_id, text)
+
+    def run() -> np.ndarray:
+        try:
+            vector = provider.embed_query(text)
+        except Exception as exc:  # a dead, slow or misconfigured provider never fails the search
+            error = str(exc) if isinstance(exc, EmbeddingError) else f"{type(exc).__name__}: {exc}"
+            health = guard.failure(endpoint, error)
+            log.warning("query embedding failed (%d in a row), keyword results: %s", health.failures, error)
+            note = f"keyword results only: the embedding provider failed ({error})"
+            raise QueryEmbeddingError(note) from None
+        guard.success(endpoint)
+        with engine._query_vectors_lock:
+            engine._query_vectors[key] = vector
+            while len(engine._query_vectors) > QUERY_CACHE_SIZE:
+                engine._query_vectors.popitem(last=False)
+        return vector
+
+    return run
 
 
 def _cached_query_vector(engine: Engine, model_id: str, text: str) -> np.ndarray | None:
@@ -117,27 +135,18 @@ def _cached_query_vector(engine: Engine, model_id: str, text: str) -> np.ndarray
         return cached
 
 
-def start_query_vector(engine: Engine, text: str) -> Future[np.ndarray]:
-    """`query_vector` started on the engine's query-embedding thread, so that a hybrid search runs its
-    keyword, graph and exact-text retrievers while the model works (the model releases the GIL): the
-    search then costs about the embedding plus fusion, not their sum. A cached vector comes back
-    as a finished future; the future raises what `query_vector` raises."""
-    provider = engine.embedding_provider()
-    cached = None if provider is None else _cached_query_vector(engine, provider.model_id, text)
-    if cached is not None:
-        done: Future[np.ndarray] = Future()
-        done.set_result(cached)
-        return done
+def beside(engine: Engine, work: Callable[[], T]) -> Future[T]:
+    """`work` started on one of the engine's search threads. A hybrid search runs its retrievers (keyword,
+    graph, exact text) there while its own thread computes the query embedding: the model starts at once
+    and its vector is at hand when it ends, with no thread hand-over on either side of it
+    (bench/search_path.md)."""
     with engine._query_vectors_lock:
-        if engine._query_executor is None:
-            engine._query_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="query-embedding")
-        executor = engine._query_executor
-    pending = executor.submit(query_vector, engine, text)
-    # Yield the GIL once: the embedding thread runs a little Python (the cache, the breaker, the
-    # tokenizer) before the model releases the GIL, and with the search thread busy parsing and scoring
-    # it waited ~0.6-0.9 ms for it; yielding here starts the model that much sooner (bench/search_path.md).
-    time.sleep(0)
-    return pending
+        if engine._search_executor is None:
+            engine._search_executor = ThreadPoolExecutor(
+                max_workers=SEARCH_THREADS, thread_name_prefix="search"
+            )
+        executor = engine._search_executor
+    return executor.submit(work)
 
 
 def breaker(engine: Engine, name: str) -> Breaker:
@@ -149,11 +158,20 @@ def breaker(engine: Engine, name: str) -> Breaker:
 
 
 def provider_endpoint(provider: EmbeddingProvider) -> str:
-    """Identity of the configured provider for the breaker: another URL or key starts afresh."""
+    """Identity of the configured provider for the breaker: another URL or key starts afresh. Computed
+    once per provider (a hash: every hybrid search asks before its model call)."""
+    try:
+        return _ENDPOINTS[provider]
+    except (KeyError, TypeError):  # TypeError: a provider that cannot be weakly referenced
+        pass
     settings = getattr(provider, "settings", None)
-    return endpoint_key(
-        provider.model_id, getattr(settings, "base_url", ""), getattr(settings, "api_key", "")
-    )
+    key = endpoint_key(provider.model_id, getattr(settings, "base_url", ""), getattr(settings, "api_key", ""))
+    with contextlib.suppress(TypeError):
+        _ENDPOINTS[provider] = key
+    return key
+
+
+_ENDPOINTS: weakref.WeakKeyDictionary[EmbeddingProvider, str] = weakref.WeakKeyDictionary()
 
 
 def vector_snapshot(engine: Engine, snap: KeywordSnapshot | None = None) -> VectorSnapshot | None:

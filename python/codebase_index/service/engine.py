@@ -85,7 +85,7 @@ class Engine:
         self._vectors_lock = threading.Lock()
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self._query_vectors_lock = threading.Lock()
-        self._query_executor: ThreadPoolExecutor | None = None  # `embedding.start_query_vector`
+        self._search_executor: ThreadPoolExecutor | None = None  # `embedding.beside`
         self._breakers: dict[str, Breaker] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -123,9 +123,9 @@ class Engine:
         return extracted, self.graphs.refresh(self.branch())
 
     def close(self) -> None:
-        if self._query_executor is not None:
-            self._query_executor.shutdown(wait=True)
-            self._query_executor = None
+        if self._search_executor is not None:
+            self._search_executor.shutdown(wait=True)
+            self._search_executor = None
         if self._graphs is not None:
             self._graphs.close()
             self._graphs = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import msgspec
 import numpy as np
@@ -40,10 +40,11 @@ from ..search import FieldWeights, Filters, Hit, KeywordSnapshot, preview, top_h
 from ..store import Store
 from .embedding import (
     QueryEmbeddingError,
+    beside,
     breaker,
     chunk_hashes,
     kb_prefixes,
-    start_query_vector,
+    query_embedding,
     stored_path,
     usable_vectors,
 )
@@ -172,6 +173,58 @@ def _innermost(snap: KeywordSnapshot, docs: Sequence[int], line: int) -> int | N
     return best
 
 
+class Gathered(NamedTuple):
+    """What a search knows before the query vector: the parsed query, the filter, and the keyword, graph
+    and exact-text retrievers' answers (with the chunk texts they read, which formatting reuses)."""
+
+    parsed: ParsedQuery
+    mask: np.ndarray | None
+    keyword_hits: list[Hit]
+    keyword_scores: np.ndarray | None  # every document's keyword score, for fusion (see ranking.fusion)
+    relation: list[int]
+    literal: LiteralEvidence
+    exact: list[int]
+    read: dict[int, str]
+    spans: dict[int, int]
+    verbatim: bool = False  # a keyword candidate quotes the query (hybrid only: `head_quotes_query`)
+    ahead: PathFeatures | None = None  # the rank stage's features of the candidates known so far (hybrid)
+
+
+def gather(
+    engine: Engine,
+    query: str,
+    snap: KeywordSnapshot,
+    filters: Filters | None,
+    mode: str | None,
+    depth: int,
+    pool: int,
+    hybrid: bool,
+) -> Gathered:
+    """Parse the query and run every retriever that does not need the query vector. `hybrid`: the
+    vector's candidates will join, so also the checks and rank-stage features that only the keyword
+    candidates need are done now, while the model works."""
+    parsed = parse_query(query)
+    mask = snap.candidate_mask(filters or Filters())
+    keyword_hits: list[Hit] = []
+    keyword_scores: np.ndarray | None = None
+    if mode != "semantic":
+        keyword_scores, keyword_hits = keyword_candidates(engine, parsed, snap, mask, depth)
+    relation = relation_candidates(engine, parsed, snap, mask)
+    literal = literal_retrieve(engine.store, snap, parsed, mask, keyword_scores)
+    texts = head_texts(engine, parsed, snap, keyword_hits, literal.texts)
+    exact = exact_docs(parsed, literal, texts)
+    read = {**texts, **literal.texts}  # chunk texts read so far, by document: formatting reuses them
+    spans = verbatim_spans(parsed, read.items()) if may_hold_message(parsed) else {}
+    found = Gathered(parsed, mask, keyword_hits, keyword_scores, relation, literal, list(exact), read, spans)
+    if not hybrid or mode == "semantic":
+        return found
+    known = [*(h.doc for h in keyword_hits[:pool]), *relation, *exact, *literal.matches]
+    return found._replace(
+        verbatim=head_quotes_query(parsed, snap, texts),
+        ahead=prepare(parsed, snap, known, engine.config.search),
+    )
+
+
 def search(
     engine: Engine, query: str, *, top_k: int = 10, filters: Filters | None = None, mode: str | None = None
 ) -> SearchResponse:
@@ -185,102 +238,87 @@ def search(
     vecs, note = (
         (None, "") if mode == "keyword" else usable_vectors(engine, snap, required=mode == "semantic")
     )
-    # The query's embedding, the slowest stage, starts first and runs while the rest of the search works.
-    pending = start_query_vector(engine, query) if vecs is not None else None
-    parsed = parse_query(query)
-    mask = snap.candidate_mask(filters or Filters())
     pool = max(CANDIDATE_POOL, engine.config.search.rerank_top_n)  # what hybrid fuses, whatever top_k
     # Keyword and semantic answers: more candidates only lengthen the tail, their order stays.
     depth = max(pool, top_k * 3)
-    keyword_hits: list[Hit] = []
-    keyword_scores: np.ndarray | None = None  # every document's, for fusion (see ranking.fusion)
-    if mode != "semantic":
-        keyword_scores, keyword_hits = keyword_candidates(engine, parsed, snap, mask, depth)
-    relation = relation_candidates(engine, parsed, snap, mask)
-    literal = literal_retrieve(engine.store, snap, parsed, mask, keyword_scores)
-    texts = head_texts(engine, parsed, snap, keyword_hits, literal.texts)
-    exact = exact_docs(parsed, literal, texts)
-    read = {**texts, **literal.texts}  # chunk texts read so far, by document: formatting reuses them
-    spans = verbatim_spans(parsed, read.items()) if may_hold_message(parsed) else {}
 
     def ranked(
+        g: Gathered,
         strategy: str,
         keyword: Sequence[Hit],
         semantic: Sequence[Hit],
         scores: np.ndarray | None = None,
-        verbatim: bool = False,
-        paths: PathFeatures | None = None,
         votes: Sequence[np.ndarray | None] = (),
     ) -> list[Hit]:
         """Fuse and rank the candidates (semantic mode: the vectors alone, no keyword-side evidence)."""
         keyed = strategy != "semantic"
         return fuse(
-            parsed,
+            g.parsed,
             snap,
             keyword,
             semantic,
             engine.config,
             scores,
-            verbatim,
-            relation=relation if keyed else (),
-            exact=exact if keyed else (),
-            spans=spans if keyed else None,
-            literal=literal if keyed else NO_EVIDENCE,
-            paths=paths if keyed else None,
+            g.verbatim,
+            relation=g.relation if keyed else (),
+            exact=g.exact if keyed else (),
+            spans=g.spans if keyed else None,
+            literal=g.literal if keyed else NO_EVIDENCE,
+            paths=g.ahead if keyed else None,
             votes=votes,
         )
 
-    def answer(strategy: str, fused: list[Hit], note: str = "") -> SearchResponse:
+    def answer(g: Gathered, strategy: str, fused: list[Hit], note: str = "") -> SearchResponse:
         """Let a configured reranker reorder the head of the order, and format the top `top_k`."""
         order, rerank_note = external_rerank(engine, query, snap, fused)
-        if scorer_for(parsed, engine.config.search.ranker) == "learned":
+        if scorer_for(g.parsed, engine.config.search.ranker) == "learned":
             note = _join(note, usable_model()[1])
-        return respond(engine, query, strategy, top_k, snap, order[:top_k], _join(note, rerank_note), read)
+        return respond(engine, query, strategy, top_k, snap, order[:top_k], _join(note, rerank_note), g.read)
 
-    def keyword_only(strategy: str, note: str = "") -> SearchResponse:
-        hits = keyword_hits
+    def keyword_only(g: Gathered, strategy: str, note: str = "") -> SearchResponse:
+        hits = g.keyword_hits
         if mode == "semantic":  # a semantic search whose query could not be embedded
-            hits = keyword_candidates(engine, parsed, snap, mask, depth)[1]
-        return answer(strategy, ranked(strategy, hits, []), note)
+            hits = keyword_candidates(engine, g.parsed, snap, g.mask, depth)[1]
+        return answer(g, strategy, ranked(g, strategy, hits, []), note)
 
-    if mode == "keyword":
-        return keyword_only("keyword")
-    if vecs is None or pending is None:
-        return keyword_only("keyword-fallback", note)
-    # Before waiting for the query vector: it needs only the keyword candidates' texts.
-    verbatim = mode != "semantic" and head_quotes_query(parsed, snap, texts)
-    # So is the rank stage's work on the candidates known already: the vector adds only its own.
-    fused_keyword = keyword_hits[:pool]
-    ahead = (
-        prepare(
-            parsed,
-            snap,
-            [*(h.doc for h in fused_keyword), *relation, *exact, *literal.matches],
-            engine.config.search,
-        )
-        if mode != "semantic"
-        else None
-    )
+    if vecs is None:
+        strategy = "keyword" if mode == "keyword" else "keyword-fallback"
+        return keyword_only(gather(engine, query, snap, filters, mode, depth, pool, False), strategy, note)
+    # The query's embedding, the slowest stage, runs on this thread; the retrievers run beside it.
     try:
-        query_vector = pending.result()
+        embedding = query_embedding(engine, query)
     except QueryEmbeddingError as exc:
-        return keyword_only("keyword-fallback", str(exc))
+        return keyword_only(
+            gather(engine, query, snap, filters, mode, depth, pool, False), "keyword-fallback", str(exc)
+        )
+    if isinstance(embedding, np.ndarray):  # cached: nothing to wait for, no thread to hop to
+        query_vector, g = embedding, gather(engine, query, snap, filters, mode, depth, pool, True)
+    else:
+        side = beside(engine, lambda: gather(engine, query, snap, filters, mode, depth, pool, True))
+        try:
+            query_vector = embedding()
+        except QueryEmbeddingError as exc:
+            return keyword_only(side.result(), "keyword-fallback", str(exc))
+        g = side.result()
     if mode == "semantic":
-        return answer("semantic", ranked("semantic", [], vecs.semantic_hits(query_vector, depth, mask)))
+        return answer(
+            g, "semantic", ranked(g, "semantic", [], vecs.semantic_hits(query_vector, depth, g.mask))
+        )
     strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
     # One scan gives the vector candidates and the deeper list its file vote reads (the keyword vote is
     # off: `RankParams.keyword_file`).
-    near, cosines = vecs.nearest(query_vector, max(pool, VOTE_DEPTH), mask, searched=pool)
+    near, cosines = vecs.nearest(query_vector, max(pool, VOTE_DEPTH), g.mask, searched=pool)
     votes = (None, near) if pool < VOTE_DEPTH else ()
     semantic_hits = [Hit(d, c) for d, c in zip(near[:pool].tolist(), cosines[:pool].tolist(), strict=True)]
-    fused = ranked(strategy, fused_keyword, semantic_hits, keyword_scores, verbatim, ahead, votes)
-    if len(fused) < top_k and (len(keyword_hits) > pool or len(near) >= pool):
+    fused_keyword = g.keyword_hits[:pool]
+    fused = ranked(g, strategy, fused_keyword, semantic_hits, g.keyword_scores, votes)
+    if len(fused) < top_k and (len(g.keyword_hits) > pool or len(near) >= pool):
         # More results asked for than the pool gives: a fusion of deeper lists supplies the rest, after
         # the pool's answer (which stays the same whatever top_k).
-        deeper_semantic = vecs.semantic_hits(query_vector, depth, mask)
-        deeper = ranked(strategy, keyword_hits, deeper_semantic, keyword_scores, verbatim, ahead, votes)
+        deeper_semantic = vecs.semantic_hits(query_vector, depth, g.mask)
+        deeper = ranked(g, strategy, g.keyword_hits, deeper_semantic, g.keyword_scores, votes)
         fused = extend(fused, deeper)
-    return answer(strategy, fused)
+    return answer(g, strategy, fused)
 
 
 def extend(hits: list[Hit], more: Sequence[Hit]) -> list[Hit]:
