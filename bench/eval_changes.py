@@ -15,7 +15,7 @@ Hybrid needs the snapshots' vectors: `embed` embeds every cd-* catalog of each c
 (no checkouts; contents shared between snapshots embed once) with the configured provider.
 
 Usage:
-    python bench/eval_changes.py embed [--repo NAME ...]
+    python bench/eval_changes.py embed [--repo NAME ...] [--split validation]
     python bench/eval_changes.py run --system ours-hybrid --out /tmp/ours-hybrid.json
     SEMBLE_MODEL_NAME=... semble-venv/bin/python bench/eval_changes.py run --system semble --out s.json
     python bench/eval_changes.py score /tmp/ours-hybrid.json /tmp/bm25.json s.json
@@ -45,11 +45,12 @@ SOURCE = re.compile(
 _TOKEN = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
-def eval_sets(train: Path) -> list[tuple[str, Path, list[dict[str, Any]]]]:
+def eval_sets(train: Path, split: str = "eval") -> list[tuple[str, Path, list[dict[str, Any]]]]:
+    """(repo, its folder, its change descriptions) of one split of the manifest."""
     manifest = json.loads((train / "manifest.json").read_text())
     out = []
     for repo in manifest["repos"]:
-        if repo["split"] != "eval":
+        if repo["split"] != split:
             continue
         base = train / "repos" / repo["repo"].replace("/", "+")
         if (base / "changes.json").is_file():
@@ -103,9 +104,9 @@ def bm25_files(root: Path, query: str, k1: float = 1.2, b: float = 0.75) -> list
     return sorted(scores, key=lambda p: (-scores[p], p))[:10]
 
 
-def run(system: str, train: Path, only: list[str] | None) -> dict[str, list[list[str]]]:
+def run(system: str, train: Path, only: list[str] | None, split: str = "eval") -> dict[str, list[list[str]]]:
     out: dict[str, list[list[str]]] = {}
-    for repo, base, queries in eval_sets(train):
+    for repo, base, queries in eval_sets(train, split):
         if only and repo not in only:
             continue
         t0 = time.perf_counter()
@@ -151,14 +152,15 @@ def run(system: str, train: Path, only: list[str] | None) -> dict[str, list[list
     return out
 
 
-def embed(train: Path, only: list[str] | None) -> None:
-    """Embed the cd-* catalogs (the parent snapshots) of each eval repository's changes-index and sync its
-    ANN index, as `Engine.embed` does for one branch."""
+def embed(train: Path, only: list[str] | None, split: str = "eval") -> None:
+    """Embed the cd-* catalogs (the parent snapshots) of each repository's changes-index and sync its
+    ANN index, as `Engine.embed` does for one branch. With `split` validation, acceptance.py's change
+    descriptions then run hybrid too (without vectors hybrid falls back to keyword there)."""
     from codebase_index.embedder import EmbeddingJob
     from codebase_index.service import Engine
     from codebase_index.vectors import AnnIndex
 
-    for repo, base, queries in eval_sets(train):
+    for repo, base, queries in eval_sets(train, split):
         if only and repo not in only:
             continue
         engine = Engine(base / "changes", index_path=base / "changes-index")
@@ -204,8 +206,8 @@ def _rel(hit: Any, root: Path) -> str:
         return path
 
 
-def score(paths: list[Path], train: Path) -> None:
-    sets = {repo: queries for repo, _, queries in eval_sets(train)}
+def score(paths: list[Path], train: Path, split: str = "eval") -> None:
+    sets = {repo: queries for repo, _, queries in eval_sets(train, split)}
     print(f"{'system':<14} {'lang':<11} {'n':>4} {'MRR@10':>7} {'Hit@1':>6} {'R@10':>6} {'nDCG10':>7}")
     for path in paths:
         results = json.loads(path.read_text())
@@ -243,13 +245,15 @@ def main() -> int:
     s = sub.add_parser("score")
     s.add_argument("runs", type=Path, nargs="+")
     s.add_argument("--train", type=Path, default=DEFAULT_TRAIN)
+    for sub_parser in (p, e, s):
+        sub_parser.add_argument("--split", default="eval", help="the manifest's split (eval, validation)")
     args = parser.parse_args()
     if args.cmd == "run":
-        args.out.write_text(json.dumps(run(args.system, args.train, args.repo)))
+        args.out.write_text(json.dumps(run(args.system, args.train, args.repo, args.split)))
     elif args.cmd == "embed":
-        embed(args.train, args.repo)
+        embed(args.train, args.repo, args.split)
     else:
-        score(args.runs, args.train)
+        score(args.runs, args.train, args.split)
     return 0
 
 
