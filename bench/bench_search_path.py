@@ -132,8 +132,7 @@ def _instrument() -> None:
 
         def gather_marked(*args: Any, **kwargs: Any) -> Any:
             found = timed_gather(*args, **kwargs)
-            hybrid = args[7] if len(args) > 7 else kwargs.get("hybrid", False)
-            if hybrid and _CLOCK and _CLOCK[-1].ready is None:  # the query vector is cached: in already
+            if found.vecs is not None and _CLOCK and _CLOCK[-1].ready is None:  # the vector is cached: in
                 _CLOCK[-1].ready = (time.thread_time(), time.perf_counter())
             return found
 

@@ -297,9 +297,10 @@ def test_provider_dead_from_the_start_says_embedding_failed(tmp_path: Path) -> N
 
 
 def test_retrievers_run_beside_the_query_embedding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Hybrid search computes the query's embedding on the searching thread and runs the keyword, graph
-    and exact-text retrievers on one of the engine's search threads meanwhile: they are done while the
-    embedding request is still in flight. A repeated query is served from the cache without a request;
+    """Hybrid search computes the query's embedding on the searching thread and runs the snapshot checks
+    and the keyword, graph and exact-text retrievers on one of the engine's search threads meanwhile: they
+    are done while the embedding request is still in flight. (The engine's first search, before it has
+    seen vectors, reads the snapshot first.) A repeated query is served from the cache without a request;
     close() ends the search threads."""
     import threading
 
@@ -320,6 +321,8 @@ def test_retrievers_run_beside_the_query_embedding(tmp_path: Path, monkeypatch: 
     with serve(dims=8) as server:
         index_with_vectors(root, index, server.base_url, queryEmbeddingTimeoutMs=5000)
         engine = Engine(root, index_path=index)
+        assert engine.search("tax rate").strategy == "hybrid"  # the first search: one stage after the other
+        gathered.clear()
         before = len(server.posts())
         server.enqueue(slow_fault(0.5))
         answer: list[Any] = []

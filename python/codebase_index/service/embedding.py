@@ -127,6 +127,25 @@ def query_embedding(engine: Engine, text: str) -> np.ndarray | Callable[[], np.n
     return run
 
 
+def early_embedding(
+    engine: Engine, text: str, mode: str | None
+) -> tuple[np.ndarray | Callable[[], np.ndarray] | None, str]:
+    """The query's embedding for a search to start before it reads its snapshot: (the cached vector, a
+    function calling the model, or None; why not, when the provider cools down). None in keyword mode and
+    while the engine's last vector snapshot held no vector (its first search, nothing embedded yet): such
+    a search reads the snapshot first and embeds only if there are vectors to search. Vectors seldom
+    vanish between searches; when they do, the embedding was computed for nothing and stays cached."""
+    seen = engine._vectors
+    if mode == "keyword" or seen is None or len(seen[1]) == 0:
+        return None, ""
+    try:
+        return query_embedding(engine, text), ""
+    except QueryEmbeddingError as exc:
+        return None, str(exc)
+    except StoreError:  # no provider after all
+        return None, ""
+
+
 def _cached_query_vector(engine: Engine, model_id: str, text: str) -> np.ndarray | None:
     with engine._query_vectors_lock:
         cached = engine._query_vectors.get((model_id, text))

@@ -38,16 +38,18 @@ from ..ranking.query import VERBATIM_CANDIDATES, VERBATIM_MIN_WORDS
 from ..resilience import RERANKER, cooling_down, endpoint_key
 from ..search import FieldWeights, Filters, Hit, KeywordSnapshot, preview, top_hits
 from ..store import Store
+from ..vectors import VectorSnapshot
 from .embedding import (
     QueryEmbeddingError,
     beside,
     breaker,
     chunk_hashes,
+    early_embedding,
     kb_prefixes,
-    query_embedding,
     stored_path,
     usable_vectors,
 )
+from .embedding import query_vector as embedding_of
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -174,9 +176,13 @@ def _innermost(snap: KeywordSnapshot, docs: Sequence[int], line: int) -> int | N
 
 
 class Gathered(NamedTuple):
-    """What a search knows before the query vector: the parsed query, the filter, and the keyword, graph
-    and exact-text retrievers' answers (with the chunk texts they read, which formatting reuses)."""
+    """What a search knows before the query vector: the snapshot and its vectors (None, with why, when
+    there are none to use), the parsed query, the filter, and the keyword, graph and exact-text
+    retrievers' answers (with the chunk texts they read, which formatting reuses)."""
 
+    snap: KeywordSnapshot
+    vecs: VectorSnapshot | None
+    why_no_vectors: str
     parsed: ParsedQuery
     mask: np.ndarray | None
     keyword_hits: list[Hit]
@@ -191,18 +197,13 @@ class Gathered(NamedTuple):
 
 
 def gather(
-    engine: Engine,
-    query: str,
-    snap: KeywordSnapshot,
-    filters: Filters | None,
-    mode: str | None,
-    depth: int,
-    pool: int,
-    hybrid: bool,
+    engine: Engine, query: str, filters: Filters | None, mode: str | None, depth: int, pool: int
 ) -> Gathered:
-    """Parse the query and run every retriever that does not need the query vector. `hybrid`: the
-    vector's candidates will join, so also the checks and rank-stage features that only the keyword
-    candidates need are done now, while the model works."""
+    """Read the snapshot and its vectors, parse the query and run every retriever that does not need the
+    query vector. When the vectors will join (hybrid), also the checks and rank-stage features that only
+    the keyword candidates need are done now, while the model works."""
+    snap = engine.snapshot()
+    vecs, why = (None, "") if mode == "keyword" else usable_vectors(engine, snap, required=mode == "semantic")
     parsed = parse_query(query)
     mask = snap.candidate_mask(filters or Filters())
     keyword_hits: list[Hit] = []
@@ -215,8 +216,21 @@ def gather(
     exact = exact_docs(parsed, literal, texts)
     read = {**texts, **literal.texts}  # chunk texts read so far, by document: formatting reuses them
     spans = verbatim_spans(parsed, read.items()) if may_hold_message(parsed) else {}
-    found = Gathered(parsed, mask, keyword_hits, keyword_scores, relation, literal, list(exact), read, spans)
-    if not hybrid or mode == "semantic":
+    found = Gathered(
+        snap,
+        vecs,
+        why,
+        parsed,
+        mask,
+        keyword_hits,
+        keyword_scores,
+        relation,
+        literal,
+        list(exact),
+        read,
+        spans,
+    )
+    if vecs is None or mode == "semantic":
         return found
     known = [*(h.doc for h in keyword_hits[:pool]), *relation, *exact, *literal.matches]
     return found._replace(
@@ -234,10 +248,6 @@ def search(
     deterministic order."""
     if mode is not None and mode not in SEARCH_MODES:
         raise ValueError(f"unknown search mode {mode!r}; available: {', '.join(SEARCH_MODES)}")
-    snap = engine.snapshot()
-    vecs, note = (
-        (None, "") if mode == "keyword" else usable_vectors(engine, snap, required=mode == "semantic")
-    )
     pool = max(CANDIDATE_POOL, engine.config.search.rerank_top_n)  # what hybrid fuses, whatever top_k
     # Keyword and semantic answers: more candidates only lengthen the tail, their order stays.
     depth = max(pool, top_k * 3)
@@ -254,7 +264,7 @@ def search(
         keyed = strategy != "semantic"
         return fuse(
             g.parsed,
-            snap,
+            g.snap,
             keyword,
             semantic,
             engine.config,
@@ -270,41 +280,50 @@ def search(
 
     def answer(g: Gathered, strategy: str, fused: list[Hit], note: str = "") -> SearchResponse:
         """Let a configured reranker reorder the head of the order, and format the top `top_k`."""
-        order, rerank_note = external_rerank(engine, query, snap, fused)
+        order, rerank_note = external_rerank(engine, query, g.snap, fused)
         if scorer_for(g.parsed, engine.config.search.ranker) == "learned":
             note = _join(note, usable_model()[1])
-        return respond(engine, query, strategy, top_k, snap, order[:top_k], _join(note, rerank_note), g.read)
+        return respond(
+            engine, query, strategy, top_k, g.snap, order[:top_k], _join(note, rerank_note), g.read
+        )
 
     def keyword_only(g: Gathered, strategy: str, note: str = "") -> SearchResponse:
         hits = g.keyword_hits
         if mode == "semantic":  # a semantic search whose query could not be embedded
-            hits = keyword_candidates(engine, g.parsed, snap, g.mask, depth)[1]
+            hits = keyword_candidates(engine, g.parsed, g.snap, g.mask, depth)[1]
         return answer(g, strategy, ranked(g, strategy, hits, []), note)
 
-    if vecs is None:
-        strategy = "keyword" if mode == "keyword" else "keyword-fallback"
-        return keyword_only(gather(engine, query, snap, filters, mode, depth, pool, False), strategy, note)
-    # The query's embedding, the slowest stage, runs on this thread; the retrievers run beside it.
-    try:
-        embedding = query_embedding(engine, query)
-    except QueryEmbeddingError as exc:
-        return keyword_only(
-            gather(engine, query, snap, filters, mode, depth, pool, False), "keyword-fallback", str(exc)
-        )
-    if isinstance(embedding, np.ndarray):  # cached: nothing to wait for, no thread to hop to
-        query_vector, g = embedding, gather(engine, query, snap, filters, mode, depth, pool, True)
+    def retrievers() -> Gathered:
+        return gather(engine, query, filters, mode, depth, pool)
+
+    # The query's embedding, the slowest stage, runs on this thread and starts first: the snapshot checks
+    # and the retrievers run beside it (`embedding.early_embedding`: when the engine has vectors to search).
+    embedding, failed = early_embedding(engine, query, mode)
+    query_vector: np.ndarray | None = None
+    if embedding is None or isinstance(embedding, np.ndarray):  # nothing to wait for: no thread to hop to
+        query_vector, g = embedding, retrievers()
     else:
-        side = beside(engine, lambda: gather(engine, query, snap, filters, mode, depth, pool, True))
+        side = beside(engine, retrievers)
         try:
             query_vector = embedding()
         except QueryEmbeddingError as exc:
-            return keyword_only(side.result(), "keyword-fallback", str(exc))
+            failed = str(exc)
         g = side.result()
+    vecs = g.vecs
+    if vecs is None:
+        return keyword_only(g, "keyword" if mode == "keyword" else "keyword-fallback", g.why_no_vectors)
+    if query_vector is None and not failed:  # the engine's first search with vectors: one after the other
+        try:
+            query_vector = embedding_of(engine, query)
+        except QueryEmbeddingError as exc:
+            failed = str(exc)
+    if query_vector is None:
+        return keyword_only(g, "keyword-fallback", failed)
     if mode == "semantic":
         return answer(
             g, "semantic", ranked(g, "semantic", [], vecs.semantic_hits(query_vector, depth, g.mask))
         )
-    strategy = "hybrid" if len(vecs) >= len(snap) else "hybrid-partial"
+    strategy = "hybrid" if len(vecs) >= len(g.snap) else "hybrid-partial"
     # One scan gives the vector candidates and the deeper list its file vote reads (the keyword vote is
     # off: `RankParams.keyword_file`).
     near, cosines = vecs.nearest(query_vector, max(pool, VOTE_DEPTH), g.mask, searched=pool)
