@@ -8,7 +8,10 @@ query, and each answer is timed inside its worker. Hybrid mode embeds every quer
 cache is cleared first) and then times the model alone on the same text, as bench_quality.py does, so
 "beyond its embedding" is the search minus the model.
 
-An older checkout may migrate an index it opens: give it a copy (`--against-index`).
+An older checkout may migrate an index it opens: give it a copy (`--against-index`). Mind the floor of this
+comparison: the very same code from two different worktrees (A/A, 1 round, 522 queries each) gave one side
+the faster search in 193-303 of 522, and the same tree on both sides 242-298, so a win share within ~10 points
+of half and p50 differences under ~0.1 ms are not a difference between the versions.
 
 Usage:
     python bench/latency_ab.py --against /work/wt/base [--against-index /tmp/bench-copy] \\
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_paths import SHARED_BENCH
+from bench_paths import add_benchmark_arguments
 
 HERE = Path(__file__).resolve().parent
 
@@ -94,9 +97,7 @@ def main() -> None:
     parser.add_argument("--mode", default="keyword", choices=["keyword", "hybrid"])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--bench", type=Path, default=SHARED_BENCH)
-    parser.add_argument("--repos-root", type=Path, default=Path.home() / ".cache" / "bench-repos")
-    parser.add_argument("--index-root", type=Path, default=Path.home() / ".cache" / "codebase-index-bench")
+    add_benchmark_arguments(parser)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_paths import SHARED_BENCH
+from bench_paths import add_benchmark_arguments
 
 MARKS: dict[str, float] = {}
 
@@ -66,9 +66,7 @@ def instrument() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--bench", type=Path, default=SHARED_BENCH)
-    parser.add_argument("--repos-root", type=Path, default=Path.home() / ".cache" / "bench-repos")
-    parser.add_argument("--index-root", type=Path, default=Path.home() / ".cache" / "codebase-index-bench")
+    add_benchmark_arguments(parser)
     parser.add_argument("--repo", action="append", help="only these repositories")
     args = parser.parse_args()
     from codebase_index.config import load_config
