@@ -296,6 +296,65 @@ def test_provider_dead_from_the_start_says_embedding_failed(tmp_path: Path) -> N
     engine.close()
 
 
+def test_concurrent_hybrid_searches_answer_as_each_does_alone(tmp_path: Path) -> None:
+    """More hybrid searches at once than the engine has search threads (a sidecar serving several
+    requests together): each embeds its own query and answers exactly what it answers alone, and none
+    waits forever for a search thread."""
+    import threading
+
+    from codebase_index.service.embedding import SEARCH_THREADS
+
+    queries = [
+        "invoice total",
+        "tax rate",
+        "verify token",
+        "token prefix check",
+        "compute the invoice",
+        "subtotal of line prices",
+        "sum of prices",
+        "auth token",
+        "billing with tax",
+        "startswith tok",
+    ]
+    assert len(queries) > SEARCH_THREADS
+    root = make_project(tmp_path / "proj")
+    index = tmp_path / "index"
+
+    def answered(response: Any) -> tuple[str, list[tuple[str, int]]]:
+        return response.strategy, [(r.path, r.start_line) for r in response.results]
+
+    with serve(dims=8) as server:
+        index_with_vectors(root, index, server.base_url, queryEmbeddingTimeoutMs=5000)
+        engine = Engine(root, index_path=index)
+        alone = {q: answered(engine.search(q)) for q in queries}
+        engine.close()
+        engine = Engine(root, index_path=index)
+        engine.search("warm up")  # the engine's first search reads the snapshot before embedding
+        before = len(server.posts())
+        together: dict[str, tuple[str, list[tuple[str, int]]]] = {}
+        errors: list[BaseException] = []
+        start = threading.Barrier(len(queries))
+
+        def search(query: str) -> None:
+            try:
+                start.wait(10)
+                together[query] = answered(engine.search(query))
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=search, args=(q,)) for q in queries]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert not errors
+        assert not any(t.is_alive() for t in threads)
+        assert together == alone
+        assert {strategy for strategy, _ in together.values()} == {"hybrid"}
+        assert len(server.posts()) == before + len(queries)  # each query embedded once, none cached
+        engine.close()
+
+
 def test_retrievers_run_beside_the_query_embedding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Hybrid search computes the query's embedding on the searching thread and runs the snapshot checks
     and the keyword, graph and exact-text retrievers on one of the engine's search threads meanwhile: they
