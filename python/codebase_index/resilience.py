@@ -11,6 +11,8 @@ sidecar, and `status` (any process) shows each dependency's last error and when 
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
 import threading
@@ -160,10 +162,11 @@ def _write_all(path: Path, states: dict[str, DependencyHealth]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def endpoint_key(*parts: object) -> str:
-    """A stable identity for a configured endpoint (never holding a secret in clear)."""
-    import hashlib
-
+@functools.lru_cache(maxsize=64)
+def endpoint_key(*parts: str | None) -> str:
+    """A stable identity for a configured endpoint (never holding a secret in clear). Cached: every hybrid
+    search asks for its embedding provider's before the model call, and every reranked search for its
+    reranker's (the hash was ~0.04 ms)."""
     text = json.dumps([str(p) for p in parts])
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 

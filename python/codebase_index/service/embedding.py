@@ -4,10 +4,8 @@ a circuit breaker) and the vector snapshot searches read. `Engine` holds the sta
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
@@ -177,20 +175,11 @@ def breaker(engine: Engine, name: str) -> Breaker:
 
 
 def provider_endpoint(provider: EmbeddingProvider) -> str:
-    """Identity of the configured provider for the breaker: another URL or key starts afresh. Computed
-    once per provider (a hash: every hybrid search asks before its model call)."""
-    try:
-        return _ENDPOINTS[provider]
-    except (KeyError, TypeError):  # TypeError: a provider that cannot be weakly referenced
-        pass
+    """Identity of the configured provider for the breaker: another URL or key starts afresh."""
     settings = getattr(provider, "settings", None)
-    key = endpoint_key(provider.model_id, getattr(settings, "base_url", ""), getattr(settings, "api_key", ""))
-    with contextlib.suppress(TypeError):
-        _ENDPOINTS[provider] = key
-    return key
-
-
-_ENDPOINTS: weakref.WeakKeyDictionary[EmbeddingProvider, str] = weakref.WeakKeyDictionary()
+    return endpoint_key(
+        provider.model_id, getattr(settings, "base_url", ""), getattr(settings, "api_key", "")
+    )
 
 
 def vector_snapshot(engine: Engine, snap: KeywordSnapshot | None = None) -> VectorSnapshot | None:
