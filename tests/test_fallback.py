@@ -296,6 +296,39 @@ def test_provider_dead_from_the_start_says_embedding_failed(tmp_path: Path) -> N
     engine.close()
 
 
+def test_the_model_starts_first_only_once_the_engine_has_seen_vectors(tmp_path: Path) -> None:
+    """`early_embedding` (the model started before the snapshot is read) answers only for an engine whose
+    last search found vectors: not on its first search, never in keyword mode; a cached query comes back
+    as its vector; a provider cooling down gives no model call and the reason."""
+    import numpy as np
+
+    from codebase_index.service.embedding import breaker, early_embedding, provider_endpoint
+
+    root = make_project(tmp_path / "proj")
+    index = tmp_path / "index"
+    with serve(dims=8) as server:
+        index_with_vectors(root, index, server.base_url, queryEmbeddingTimeoutMs=5000)
+        engine = Engine(root, index_path=index)
+        assert early_embedding(engine, "invoice total", None) == (None, "")  # nothing seen yet
+        assert engine.search("invoice total").strategy == "hybrid"
+        fresh, why = early_embedding(engine, "tax rate", None)
+        assert callable(fresh) and not isinstance(fresh, np.ndarray) and why == ""
+        assert early_embedding(engine, "tax rate", "keyword") == (None, "")
+        cached, _ = early_embedding(engine, "invoice total", "hybrid")
+        assert isinstance(cached, np.ndarray)
+        provider = engine.embedding_provider()
+        assert provider is not None
+        guard = breaker(engine, resilience.QUERY_EMBEDDING)
+        for _ in range(resilience.FAILURES_TO_OPEN):
+            guard.failure(provider_endpoint(provider), "connection refused")
+        posts = len(server.posts())
+        found, why = early_embedding(engine, "tax rate", None)
+        assert found is None and "cooling down" in why and len(server.posts()) == posts
+        response = engine.search("tax rate")
+        assert response.strategy == "keyword-fallback" and "cooling down" in (response.note or "")
+        engine.close()
+
+
 def test_concurrent_hybrid_searches_answer_as_each_does_alone(tmp_path: Path) -> None:
     """More hybrid searches at once than the engine has search threads (a sidecar serving several
     requests together): each embeds its own query and answers exactly what it answers alone, and none
