@@ -111,7 +111,9 @@ class VectorSnapshot:
         self._ann_stamp: tuple[int, int] | None = None
 
     def __len__(self) -> int:
-        return int(self.present.sum())
+        return int(
+            np.count_nonzero(self.present)
+        )  # ~10x a bool sum, which widens to ints (hybrid asks thrice)
 
     @property
     def n_docs(self) -> int:
@@ -203,7 +205,7 @@ class VectorSnapshot:
     def _usable_ann(self, allowed: np.ndarray) -> AnnIndex | None:
         """The ANN index when it answers this search (a big index, a filter keeping enough of it)."""
         ann = self.ann
-        if ann is not None and ann.size >= ANN_THRESHOLD and int(allowed.sum()) >= ANN_THRESHOLD // 4:
+        if ann is not None and ann.size >= ANN_THRESHOLD and np.count_nonzero(allowed) >= ANN_THRESHOLD // 4:
             return ann
         return None
 
