@@ -262,12 +262,20 @@ def level_rrs(table: dict[str, np.ndarray], orders: dict[str, np.ndarray]) -> di
 def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title: str) -> None:
     """MRR@10 of each order per query style (as generated) and per language, with query counts."""
     names = list(rrs)
+    # Queries parsed as change requests (`ParsedQuery.change`, the model's "change" column), whatever
+    # style they were generated as.
+    flagged = np.zeros(len(table["style"]), dtype=bool)
+    if "change" in FEATURES:
+        flagged[table["qid"][table["x"][:, FEATURES.index("change")] > 0]] = True
     for key in ("category", "language"):
         labels = table[key]
         print(f"{title}, by {key}")
         print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>12}" for n in names))
-        for group in ["ALL", *sorted(set(labels.tolist()))]:
+        groups = ["ALL", *sorted(set(labels.tolist()))] + (["(change flag)"] if key == "category" else [])
+        for group in groups:
             m = np.ones(len(labels), dtype=bool) if group == "ALL" else labels == group
+            if group == "(change flag)":
+                m = flagged.copy()
             m &= ~np.isnan(rrs[names[0]])
             row = " ".join(f"{float(np.mean(rrs[n][m])):12.3f}" for n in names)
             print(f"  {group:<16} {int(m.sum()):>6} {row}")
