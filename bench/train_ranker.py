@@ -277,6 +277,8 @@ def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title
             if group == "(change flag)":
                 m = flagged.copy()
             m &= ~np.isnan(rrs[names[0]])
+            if not m.any():
+                continue
             row = " ".join(f"{float(np.mean(rrs[n][m])):12.3f}" for n in names)
             print(f"  {group:<16} {int(m.sum()):>6} {row}")
 
@@ -409,7 +411,9 @@ def cmd_cv(args: argparse.Namespace) -> int:
     repos = np.unique(table["repo"])
     folds = [repos[i :: args.folds] for i in range(args.folds)]
     losses = [float(v) for v in args.file_loss_grid.split(",")] if args.file_loss_grid else [args.file_loss]
-    names = ["rules", *(f"f{v:g}" for v in losses)]
+    # Ablations: the default fit again with the features whose names end with each suffix zeroed.
+    ablated = [a for a in args.ablate.split(",") if a]
+    names = ["rules", *(f"f{v:g}" for v in losses), *(f"no-{a}" for a in ablated)]
     rrs = {f"{n} {level}": np.full(len(table["style"]), np.nan) for n in names for level in ("chunk", "file")}
     for fold in folds:
         test_q = np.flatnonzero(np.isin(table["repo"], fold))
@@ -420,6 +424,14 @@ def cmd_cv(args: argparse.Namespace) -> int:
         for v in losses:
             model = fit(train, args.steps, args.seed, args.loss, v)
             orders[f"f{v:g}"] = model.scores(part["x"].astype(np.float64))
+        for a in ablated:
+            off = [i for i, name in enumerate(FEATURES) if name.endswith(a)]
+            x = train["x"].copy()
+            x[:, off] = 0
+            model = fit(train | {"x": x}, args.steps, args.seed, args.loss, args.file_loss)
+            held = part["x"].astype(np.float64)
+            held[:, off] = 0
+            orders[f"no-{a}"] = model.scores(held)
         for key, rr in level_rrs(part, orders).items():
             rrs[key][test_q] = rr
     print_groups(table, rrs, f"held-out repositories ({args.folds} folds), MRR@10")
@@ -480,6 +492,7 @@ def main() -> int:
     cv.add_argument("--sampled", type=int, default=SAMPLED, help="rows drawn from the rest, as compact")
     cv.add_argument("--file-loss", type=float, default=FILE_LOSS, help="weight of the file-level term")
     cv.add_argument("--file-loss-grid", default="", help="comma-separated weights to compare (one fit each)")
+    cv.add_argument("--ablate", default="", help="comma-separated feature-name suffixes to fit without")
     cv.set_defaults(run=cmd_cv)
     ev = sub.add_parser("eval")
     ev.add_argument("table", type=Path)
