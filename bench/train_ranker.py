@@ -267,8 +267,9 @@ def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title
     flagged = np.zeros(len(table["style"]), dtype=bool)
     if "change" in FEATURES:
         flagged[table["qid"][table["x"][:, FEATURES.index("change")] > 0]] = True
-    for key in ("category", "language"):
-        labels = table[key]
+    # A merged table (`merge`) says which of its tables each query came from (say keyword or hybrid).
+    for key in ("category", "language", *(["source"] if "source" in table else [])):
+        labels = table[key] if key != "source" else np.char.add("table ", table[key].astype(str))
         print(f"{title}, by {key}")
         print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>12}" for n in names))
         groups = ["ALL", *sorted(set(labels.tolist()))] + (["(change flag)"] if key == "category" else [])
@@ -339,7 +340,7 @@ def subset(table: dict[str, np.ndarray], queries: np.ndarray) -> dict[str, np.nd
         if k in table and k != "qid":
             out[k] = table[k][rows]
     _, out["qid"] = np.unique(table["qid"][rows], return_inverse=True)
-    for k in ("style", "repo", "category", "language"):
+    for k in ("style", "repo", "category", "language", "source"):
         if k in table:
             out[k] = table[k][np.sort(queries)]
     return out
@@ -394,9 +395,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     for t in tables:
         index = np.asarray([repos.index(str(r)) for r in t["repos"].tolist()], dtype=np.int32)
         for k, v in t.items():
-            if k in ("features", "repos"):
+            if k in ("features", "repos", "source"):
                 continue
             parts.setdefault(k, []).append(v + offset if k == "qid" else index[v] if k == "repo" else v)
+        parts.setdefault("source", []).append(np.full(len(t["style"]), len(parts["source"]), dtype=np.int8))
         offset += len(t["style"])
     out |= {k: np.concatenate(v) for k, v in parts.items()}
     np.savez_compressed(args.out, **out)
