@@ -268,8 +268,16 @@ def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title
     if "change" in FEATURES:
         flagged[table["qid"][table["x"][:, FEATURES.index("change")] > 0]] = True
     # A merged table (`merge`) says which of its tables each query came from (say keyword or hybrid).
-    for key in ("category", "language", *(["source"] if "source" in table else [])):
-        labels = table[key] if key != "source" else np.char.add("table ", table[key].astype(str))
+    keys = ["category", "language"]
+    if "source" in table:
+        keys += ["source", "category x source"]
+    for key in keys:
+        if key == "category x source":
+            labels = np.char.add(np.char.add(table["category"].astype(str), " "), table["source"].astype(str))
+        elif key == "source":
+            labels = np.char.add("table ", table[key].astype(str))
+        else:
+            labels = table[key]
         print(f"{title}, by {key}")
         print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>12}" for n in names))
         groups = ["ALL", *sorted(set(labels.tolist()))] + (["(change flag)"] if key == "category" else [])

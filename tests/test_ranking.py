@@ -996,6 +996,39 @@ def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
         assert ("learned" if len(scored) > before else "rules") == scorer, query
 
 
+def test_the_auto_ranker_leaves_change_requests_among_vector_candidates_to_the_rules(
+    guarantee_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Held out (train cv and validation), the rules beat the model on change requests once the vectors
+    # are fused in; pasted code keeps the model in either case.
+    from codebase_index.ranking import pipeline
+
+    scored: list[str] = []
+    real = pipeline.rank_learned
+
+    def counting(*args: object, **kwargs: object) -> object:
+        scored.append("learned")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "rank_learned", counting)
+    snap = guarantee_engine.snapshot()
+    docs = list(range(len(snap.docs)))
+    keyword_hits = [(d, 1.0 / (1 + i)) for i, d in enumerate(docs)]
+    semantic_hits = [(d, 0.9 - 0.01 * i) for i, d in enumerate(reversed(docs))]
+    search = guarantee_engine.config.search
+    for query, vectors, scorer in [
+        ("Fix the port check when the settings file is missing", False, "learned"),
+        ("Fix the port check when the settings file is missing", True, "rules"),
+        ("port = int(settings.get('port', 8080))", True, "learned"),
+    ]:
+        before = len(scored)
+        hits = pipeline.rank_hits(
+            parse_query(query), snap, keyword_hits, semantic_hits if vectors else [], search
+        )
+        assert sorted(h.doc for h in hits) == docs
+        assert ("learned" if len(scored) > before else "rules") == scorer, (query, vectors)
+
+
 def test_an_unreadable_ranking_model_falls_back_to_the_rules_and_says_so(
     guarantee_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -109,7 +109,7 @@ def prepare(
     graph and exact-text retrievers' documents), computed while it is being computed: their files'
     features (`model.path_features`, passed to `rank_hits` as `paths`) and their symbols' definition
     match (cached by `features.definition_match`). Only the rules scorer uses them."""
-    if scorer_for(parsed, config.ranker) != "rules":
+    if scorer_for(parsed, config.ranker, hybrid=True) != "rules":
         return {}
     rows = snap.docs
     found = [rows[d] for d in dict.fromkeys(docs)]
@@ -122,19 +122,23 @@ def prepare(
     )
 
 
-def scorer_for(parsed: ParsedQuery, ranker: str) -> str:
-    """The scorer a query gets: `ranker` itself, or for "auto" the fitted model on pasted code and change
-    requests (where it beats the rules on the held-out validation repositories: file MRR@10 snippet
-    0.924 -> 0.936, renamed snippet 0.755 -> 0.816, change descriptions 0.663 -> 0.685, keyword) and the
-    rules elsewhere (descriptions and identifiers within 0.004 of them, relation questions 0.012 below:
-    bench/ranker_hybrid.md).
+def scorer_for(parsed: ParsedQuery, ranker: str, hybrid: bool = False) -> str:
+    """The scorer a query gets: `ranker` itself, or for "auto" the fitted model on pasted code (where it
+    beats the rules on the held-out validation repositories: file MRR@10 snippet 0.924 -> 0.936, renamed
+    snippet 0.755 -> 0.816) and on change requests without vector candidates (`hybrid` False: keyword
+    0.663 -> 0.693 there), and the rules elsewhere: descriptions and identifiers within 0.004 of them,
+    relation questions 0.012 below, and change requests among vector candidates, where the rules'
+    whole-file evidence (the vector file vote, file mass) does better than the model on held-out
+    repositories (bench/ranker_hybrid.md, session 9).
 
     >>> [scorer_for(parse_query(q), "auto") for q in ("x = f(y);", "Fix the retry delay", "retry")]
     ['learned', 'learned', 'rules']
+    >>> scorer_for(parse_query("Fix the retry delay"), "auto", hybrid=True)
+    'rules'
     """
     if ranker != "auto":
         return ranker
-    return "learned" if parsed.style == "snippet" or parsed.change else "rules"
+    return "learned" if parsed.style == "snippet" or (parsed.change and not hybrid) else "rules"
 
 
 def rank_hits(
@@ -204,7 +208,7 @@ def rank_hits(
             new_record(Candidate, (d, doc.path, doc.symbol, doc.kind, s, bool(flag & 1), bool(flag & 2)))
         )
     recording = _CAPTURE.get()
-    model = usable_model()[0] if scorer_for(parsed, config.ranker) == "learned" else None
+    model = usable_model()[0] if scorer_for(parsed, config.ranker, bool(semantic_hits)) == "learned" else None
     learned = model is not None  # an unreadable model: the rules (`usable_model`; the search says so)
     if learned or recording is not None:
         evidence = Evidence(

@@ -281,7 +281,8 @@ def search(
     def answer(g: Gathered, strategy: str, fused: list[Hit], note: str = "") -> SearchResponse:
         """Let a configured reranker reorder the head of the order, and format the top `top_k`."""
         order, rerank_note = external_rerank(engine, query, g.snap, fused)
-        if scorer_for(g.parsed, engine.config.search.ranker) == "learned":
+        with_vectors = not strategy.startswith("keyword")  # as `rank_hits` chose its scorer
+        if scorer_for(g.parsed, engine.config.search.ranker, with_vectors) == "learned":
             note = _join(note, usable_model()[1])
         return respond(
             engine, query, strategy, top_k, g.snap, order[:top_k], _join(note, rerank_note), g.read
