@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -86,44 +85,6 @@ def test_features_read_each_retriever_and_the_query_style() -> None:
     # Crossed features repeat a signal in the query style's own block only.
     assert x[:, col["definition*identifier"]].tolist() == [1.0, 0.0, 0.7]
     assert not x[:, col["definition*description"]].any()
-
-
-def test_a_change_request_gets_its_own_crosses_beside_its_parsed_style() -> None:
-    cands = [
-        Candidate(1, "src/retry.py", "Retry.delay", "method", 2.0),
-        Candidate(2, "tests/test_retry.py", "test_delay", "function", 1.0),
-    ]
-    evidence = Evidence({1: (4.0, 0), 2: (2.0, 1)}, {2: (0.7, 0)})
-    col = {name: i for i, name in enumerate(FEATURES)}
-    change = parse_query("Fix the retry delay after a timeout")
-    plain = dataclasses.replace(change, change=False)
-    assert change.change
-    x = feature_matrix(cands, change, evidence)
-    assert x[:, col["change"]].tolist() == [1.0, 1.0]
-    assert x[:, col["kw*change"]].tolist() == x[:, col["kw"]].tolist() == [1.0, 0.5]
-    assert x[:, col["test*change"]].tolist() == [0.0, 1.0]
-    assert x[:, col[f"kw*{change.style}"]].tolist() == [1.0, 0.5]  # its parsed style's block as well
-    y = feature_matrix(cands, plain, evidence)
-    assert not y[:, [col[n] for n in FEATURES if n.endswith("change")]].any()
-    # Elsewhere the two queries' features are the same.
-    same = [i for i, n in enumerate(FEATURES) if not n.endswith("change")]
-    np.testing.assert_array_equal(x[:, same], y[:, same])
-
-
-def test_a_table_extracted_before_the_change_flag_loads_with_zero_change_columns(tmp_path: Path) -> None:
-    old = [n for n in FEATURES if not n.endswith("change")]
-    x = np.arange(2 * len(old), dtype=np.float32).reshape(2, len(old))
-    path = tmp_path / "old.npz"
-    np.savez(path, features=np.asarray(old), x=x, qid=np.zeros(2, dtype=np.int32), gain=np.ones(2))
-    table = load_table(path)
-    assert table["features"].tolist() == list(FEATURES)
-    changed = [FEATURES.index(n) for n in FEATURES if n.endswith("change")]
-    assert len(changed) == 8 and not table["x"][:, changed].any()
-    np.testing.assert_array_equal(table["x"][:, [FEATURES.index(n) for n in old]], x)
-    # A column this version does not compute is refused, not dropped.
-    np.savez(path, features=np.asarray([*old, "mystery"]), x=np.zeros((2, len(old) + 1)), qid=np.zeros(2))
-    with pytest.raises(ValueError, match="another feature list"):
-        load_table(path)
 
 
 def test_file_aggregates_group_by_query_and_file() -> None:

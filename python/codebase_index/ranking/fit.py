@@ -12,14 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .learned import (
-    CHANGE_FEATURES,
-    FEATURES,
-    FILE_FEATURES,
-    LinearModel,
-    file_aggregates,
-    file_groups,
-)
+from .learned import FEATURES, FILE_FEATURES, LinearModel, file_aggregates, file_groups
 from .query import STYLES
 
 # Fit settings (part of what makes a table give one answer).
@@ -47,23 +40,19 @@ FILE_LOSS = 10.0
 
 def load_table(path: Path) -> dict[str, np.ndarray]:
     """A training table; one extracted before the whole-file features existed gets them computed from
-    its rows (`learned.file_aggregates`: they are functions of the other columns), which is exact only
-    on an uncompacted table, whose rows are each query's whole head. One extracted before the change
-    flag gets its columns as zeros (no query of it counts as a change request, so a fit leaves their
-    weights at 0)."""
+    its rows (`learned.file_aggregates`: they are functions of the other columns). That is exact only
+    on an uncompacted table, whose rows are each query's whole head."""
     with np.load(path, allow_pickle=False) as data:
         table = {k: data[k] for k in data.files}
     names = tuple(table["features"].tolist())
     if names == FEATURES:
         return table
-    missing = set(FEATURES) - set(names)
-    if set(names) - set(FEATURES) or not missing <= {*FILE_FEATURES, *CHANGE_FEATURES}:
+    if names != tuple(f for f in FEATURES if f not in FILE_FEATURES):
         raise ValueError(f"{path}: extracted with another feature list; run extract again")
     x = np.zeros((len(table["x"]), len(FEATURES)), dtype=np.float64)
     x[:, [FEATURES.index(f) for f in names]] = table["x"]
-    if missing & set(FILE_FEATURES):
-        file_id = table["file_id"] if "file_id" in table else np.arange(len(x))
-        file_aggregates(x, file_id, table["qid"])
+    file_id = table["file_id"] if "file_id" in table else np.arange(len(x))
+    file_aggregates(x, file_id, table["qid"])
     table["x"] = x.astype(table["x"].dtype)
     table["features"] = np.asarray(FEATURES)
     return table

@@ -80,15 +80,10 @@ BASE_FEATURES = (
 FILE_FEATURES = ("file_kw", "file_sem", "file_fused_rr", "file_kw_rr", "file_sem_rr", "file_count")
 # Crossed with each style: the signals whose worth depends most on what kind of query it is.
 CROSSED = ("fused", "kw", "sem", "definition", "path", "test", "mass")
-# A change request or commit subject ("Fix the retry delay": `ParsedQuery.change`) is parsed as a
-# description or phrase, but its answer is the file to edit: the flag and its own crosses let the fit weigh
-# the signals for it apart from the descriptions it is parsed as. Last, so older columns keep their places.
-CHANGE_FEATURES = ("change", *(f"{name}*change" for name in CROSSED))
 FEATURES = (
     *BASE_FEATURES,
     *(f"style_{s}" for s in STYLES),
     *(f"{name}*{s}" for s in STYLES for name in CROSSED),
-    *CHANGE_FEATURES,
 )
 _INDEX = {name: i for i, name in enumerate(FEATURES)}
 _CROSS = tuple((_INDEX[name], i) for i, name in enumerate(BASE_FEATURES) if name in CROSSED)
@@ -106,7 +101,6 @@ _SUPERSEDED, _SHADOWED, _COHERENCE, _MASS, _FILE_BEST, _NAMED = (
     _INDEX[n] for n in ("superseded", "shadowed", "coherence", "mass", "file_best", "named")
 )
 _RELATION, _VERBATIM, _MESSAGE_HOLDER = (_INDEX[n] for n in ("relation", "verbatim", "message_holder"))
-_CHANGE = _INDEX["change"]
 
 # Final-order diversification as in the hand-set scorer (a file's n-th chunk keeps decay**n).
 REPEAT_DECAY = 0.5
@@ -210,10 +204,6 @@ def feature_matrix(
     offset = len(BASE_FEATURES) + len(STYLES) + STYLES.index(style) * len(CROSSED)
     for k, (src, _) in enumerate(_CROSS):
         x[:, offset + k] = x[:, src]
-    if parsed.change:
-        x[:, _CHANGE] = 1.0
-        for k, (src, _) in enumerate(_CROSS):
-            x[:, _CHANGE + 1 + k] = x[:, src]
     return x
 
 
