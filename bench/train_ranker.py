@@ -99,6 +99,7 @@ def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[
     }
     out["qid"] = np.concatenate([np.full(len(p["gain"]), i, dtype=np.int32) for i, p in enumerate(parts)])
     out["style"] = np.asarray([p["style"] for p in parts], dtype=np.int8)
+    out["change"] = np.asarray([p["change"] for p in parts], dtype=bool)
     out["category"] = np.asarray([p["category"] for p in parts])
     out["language"] = np.asarray([p["language"] for p in parts])
     return out
@@ -164,6 +165,7 @@ def _query_rows(
             [files.setdefault(got.candidates[i].path, len(files)) for i in keep], dtype=np.int16
         ),
         "style": STYLES.index(got.parsed.style),
+        "change": got.parsed.change,
     }
 
 
@@ -262,11 +264,9 @@ def level_rrs(table: dict[str, np.ndarray], orders: dict[str, np.ndarray]) -> di
 def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title: str) -> None:
     """MRR@10 of each order per query style (as generated) and per language, with query counts."""
     names = list(rrs)
-    # Queries parsed as change requests (`ParsedQuery.change`, the model's "change" column), whatever
-    # style they were generated as.
-    flagged = np.zeros(len(table["style"]), dtype=bool)
-    if "change" in FEATURES:
-        flagged[table["qid"][table["x"][:, FEATURES.index("change")] > 0]] = True
+    # Queries parsed as change requests (`ParsedQuery.change`), whatever style they were generated as
+    # (a table extracted before the flag was recorded has none).
+    flagged = table["change"] if "change" in table else np.zeros(len(table["style"]), dtype=bool)
     # A merged table (`merge`) says which of its tables each query came from (say keyword or hybrid).
     keys = ["category", "language"]
     if "source" in table:
@@ -348,7 +348,7 @@ def subset(table: dict[str, np.ndarray], queries: np.ndarray) -> dict[str, np.nd
         if k in table and k != "qid":
             out[k] = table[k][rows]
     _, out["qid"] = np.unique(table["qid"][rows], return_inverse=True)
-    for k in ("style", "repo", "category", "language", "source"):
+    for k in ("style", "repo", "category", "language", "source", "change"):
         if k in table:
             out[k] = table[k][np.sort(queries)]
     return out
