@@ -971,9 +971,9 @@ def test_a_relation_question_is_answered_by_the_caller(guarantee_engine: Engine,
     assert ("app/settings.py", "load_settings") in callees
 
 
-def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
-    guarantee_engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def model_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """One entry per rank stage the fitted model scores (`pipeline.rank_learned`, counted in place)."""
     from codebase_index.ranking import pipeline
 
     scored: list[str] = []
@@ -984,6 +984,13 @@ def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pipeline, "rank_learned", counting)
+    return scored
+
+
+def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
+    guarantee_engine: Engine, model_calls: list[str]
+) -> None:
+    scored = model_calls
     for query, scorer in [
         ("port = int(settings.get('port', 8080))", "learned"),
         ("Fix the port check when the settings file is missing", "learned"),
@@ -997,20 +1004,13 @@ def test_the_auto_ranker_scores_pasted_code_and_change_requests_with_the_model(
 
 
 def test_the_auto_ranker_leaves_change_requests_among_vector_candidates_to_the_rules(
-    guarantee_engine: Engine, monkeypatch: pytest.MonkeyPatch
+    guarantee_engine: Engine, model_calls: list[str]
 ) -> None:
     # Held out (train cv and validation), the rules beat the model on change requests once the vectors
     # are fused in; pasted code keeps the model in either case.
     from codebase_index.ranking import pipeline
 
-    scored: list[str] = []
-    real = pipeline.rank_learned
-
-    def counting(*args: object, **kwargs: object) -> object:
-        scored.append("learned")
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(pipeline, "rank_learned", counting)
+    scored = model_calls
     snap = guarantee_engine.snapshot()
     docs = list(range(len(snap.docs)))
     keyword_hits = [(d, 1.0 / (1 + i)) for i, d in enumerate(docs)]
