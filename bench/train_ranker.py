@@ -280,11 +280,16 @@ def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title
             labels = table[key]
         print(f"{title}, by {key}")
         print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>12}" for n in names))
-        groups = ["ALL", *sorted(set(labels.tolist()))] + (["(change flag)"] if key == "category" else [])
+        flag_groups = {"category": ["(change flag)"]}
+        if key == "category x source":
+            flag_groups[key] = [f"(change flag) {v}" for v in sorted(set(table["source"].tolist()))]
+        groups = ["ALL", *sorted(set(labels.tolist())), *flag_groups.get(key, [])]
         for group in groups:
             m = np.ones(len(labels), dtype=bool) if group == "ALL" else labels == group
-            if group == "(change flag)":
+            if group.startswith("(change flag)"):
                 m = flagged.copy()
+                if group != "(change flag)":
+                    m &= table["source"] == int(group.rsplit(" ", 1)[1])
             m &= ~np.isnan(rrs[names[0]])
             if not m.any():
                 continue
