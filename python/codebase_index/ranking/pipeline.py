@@ -126,10 +126,10 @@ def scorer_for(parsed: ParsedQuery, ranker: str, hybrid: bool = False) -> str:
     """The scorer a query gets: `ranker` itself, or for "auto" the fitted model on pasted code (where it
     beats the rules on the held-out validation repositories: file MRR@10 snippet 0.924 -> 0.936, renamed
     snippet 0.755 -> 0.816) and on change requests without vector candidates (`hybrid` False: keyword
-    0.663 -> 0.693 there), and the rules elsewhere: descriptions and identifiers within 0.004 of them,
-    relation questions 0.012 below, and change requests among vector candidates, where the rules'
-    whole-file evidence (the vector file vote, file mass) does better than the model on held-out
-    repositories (bench/ranker_hybrid.md, session 9).
+    0.649 -> 0.700 for them), and the rules elsewhere: descriptions and identifiers within 0.004 of
+    them, relation questions 0.012 below, and change requests among vector candidates, where the model
+    (fitted without vectors for change descriptions) is not better: validation 0.734 vs the rules' 0.738
+    (bench/ranker_hybrid.md, session 9).
 
     >>> [scorer_for(parse_query(q), "auto") for q in ("x = f(y);", "Fix the retry delay", "retry")]
     ['learned', 'learned', 'rules']
