@@ -447,3 +447,37 @@ def test_retrievers_run_beside_the_query_embedding(tmp_path: Path, monkeypatch: 
         assert again.strategy == "hybrid" and len(server.posts()) == before + 1  # cached
         engine.close()
         assert not any(t.is_alive() for t in search_threads)
+
+
+def test_the_unreadable_model_note_follows_the_scorer_the_ranking_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A damaged install (weights.json truncated) is named in a search's note exactly when the ranking
+    would have used the model: `auto` gives change requests among vector candidates to the rules, so a
+    hybrid one carries no note; without vector candidates (keyword mode, or a filter keeping only files
+    not embedded yet, where the hybrid search has no vector hit) the model was asked and the note says so."""
+    from codebase_index.ranking import learned
+    from codebase_index.search import Filters
+
+    root = make_project(tmp_path / "proj")
+    index = tmp_path / "index"
+    broken = tmp_path / "weights.json"
+    broken.write_text('{"features": ["fused"], "weig')
+    with serve(dims=8) as server:
+        index_with_vectors(root, index, server.base_url, queryEmbeddingTimeoutMs=5000)
+        (root / "src" / "tax").mkdir()
+        (root / "src" / "tax" / "rates.py").write_text(
+            "def apply_tax_rate(amount, rate):\n    return amount * rate\n"
+        )
+        engine = Engine(root, index_path=index)
+        engine.index()  # the new file is indexed, not embedded
+        monkeypatch.setattr(learned, "WEIGHTS_FILE", broken)
+        request = "Fix the tax rate applied to the invoice total"
+        assert engine.search(request).strategy == "hybrid-partial"
+        assert "ranking model" not in (engine.search(request).note or "")
+        keyword = engine.search(request, mode="keyword")
+        assert "ranking model could not be read" in (keyword.note or "")
+        only_new = engine.search(request, filters=Filters(directory="src/tax"))
+        assert only_new.strategy == "hybrid-partial" and only_new.results[0].path == "src/tax/rates.py"
+        assert "ranking model could not be read" in (only_new.note or "")
+        engine.close()

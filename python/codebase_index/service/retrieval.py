@@ -278,11 +278,13 @@ def search(
             votes=votes,
         )
 
-    def answer(g: Gathered, strategy: str, fused: list[Hit], note: str = "") -> SearchResponse:
-        """Let a configured reranker reorder the head of the order, and format the top `top_k`."""
+    def answer(
+        g: Gathered, strategy: str, fused: list[Hit], note: str = "", vectors: bool = False
+    ) -> SearchResponse:
+        """Let a configured reranker reorder the head of the order, and format the top `top_k`. `vectors`:
+        the order was ranked with vector candidates (what `rank_hits` chose its scorer by)."""
         order, rerank_note = external_rerank(engine, query, g.snap, fused)
-        with_vectors = not strategy.startswith("keyword")  # as `rank_hits` chose its scorer
-        if scorer_for(g.parsed, engine.config.search.ranker, with_vectors) == "learned":
+        if scorer_for(g.parsed, engine.config.search.ranker, vectors) == "learned":
             note = _join(note, usable_model()[1])
         return respond(
             engine, query, strategy, top_k, g.snap, order[:top_k], _join(note, rerank_note), g.read
@@ -321,9 +323,8 @@ def search(
     if query_vector is None:
         return keyword_only(g, "keyword-fallback", failed)
     if mode == "semantic":
-        return answer(
-            g, "semantic", ranked(g, "semantic", [], vecs.semantic_hits(query_vector, depth, g.mask))
-        )
+        alone = vecs.semantic_hits(query_vector, depth, g.mask)
+        return answer(g, "semantic", ranked(g, "semantic", [], alone), vectors=bool(alone))
     strategy = "hybrid" if len(vecs) >= len(g.snap) else "hybrid-partial"
     # One scan gives the vector candidates and the deeper list its file vote reads (the keyword vote is
     # off: `RankParams.keyword_file`).
@@ -338,7 +339,7 @@ def search(
         deeper_semantic = vecs.semantic_hits(query_vector, depth, g.mask)
         deeper = ranked(g, strategy, g.keyword_hits, deeper_semantic, g.keyword_scores, votes)
         fused = extend(fused, deeper)
-    return answer(g, strategy, fused)
+    return answer(g, strategy, fused, vectors=bool(semantic_hits))
 
 
 def extend(hits: list[Hit], more: Sequence[Hit]) -> list[Hit]:
