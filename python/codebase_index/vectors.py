@@ -111,9 +111,8 @@ class VectorSnapshot:
         self._ann_stamp: tuple[int, int] | None = None
 
     def __len__(self) -> int:
-        return int(
-            np.count_nonzero(self.present)
-        )  # ~10x a bool sum, which widens to ints (hybrid asks thrice)
+        # count_nonzero: ~10x a bool sum, which widens to integers (a hybrid search asks up to three times).
+        return int(np.count_nonzero(self.present))
 
     @property
     def n_docs(self) -> int:
