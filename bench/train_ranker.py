@@ -262,38 +262,36 @@ def level_rrs(table: dict[str, np.ndarray], orders: dict[str, np.ndarray]) -> di
 
 
 def print_groups(table: dict[str, np.ndarray], rrs: dict[str, np.ndarray], title: str) -> None:
-    """MRR@10 of each order per query style (as generated) and per language, with query counts."""
+    """MRR@10 of each order per query style (as generated) and per language, with query counts; the
+    queries parsed as change requests (`ParsedQuery.change`, whatever style they were generated as); for a
+    merged table (`merge`), per source table (say keyword and hybrid) and per style within each."""
     names = list(rrs)
-    # Queries parsed as change requests (`ParsedQuery.change`), whatever style they were generated as
-    # (a table extracted before the flag was recorded has none).
-    flagged = table["change"] if "change" in table else np.zeros(len(table["style"]), dtype=bool)
-    # A merged table (`merge`) says which of its tables each query came from (say keyword or hybrid).
-    keys = ["category", "language"]
-    if "source" in table:
-        keys += ["source", "category x source"]
-    for key in keys:
-        if key == "category x source":
-            labels = np.char.add(np.char.add(table["category"].astype(str), " "), table["source"].astype(str))
-        elif key == "source":
-            labels = np.char.add("table ", table[key].astype(str))
-        else:
-            labels = table[key]
+    n = len(table["style"])
+    flagged = table["change"] if "change" in table else np.zeros(n, dtype=bool)
+    sources = table.get("source")
+
+    def by(labels: np.ndarray) -> list[tuple[str, np.ndarray]]:
+        return [(str(v), labels == v) for v in sorted(set(labels.tolist()))]
+
+    views: dict[str, list[tuple[str, np.ndarray]]] = {
+        "category": [*by(table["category"]), ("(change flag)", flagged)],
+        "language": by(table["language"]),
+    }
+    if sources is not None:
+        views["source"] = [(f"table {v}", m) for v, m in by(sources)]
+        views["category x source"] = [
+            (f"{c} {v}", cm & sm)
+            for v, sm in by(sources)
+            for c, cm in [*by(table["category"]), ("(change flag)", flagged)]
+        ]
+    for key, groups in views.items():
         print(f"{title}, by {key}")
         print(f"  {key:<16} {'n':>6} " + " ".join(f"{n:>12}" for n in names))
-        flag_groups = {"category": ["(change flag)"]}
-        if key == "category x source":
-            flag_groups[key] = [f"(change flag) {v}" for v in sorted(set(table["source"].tolist()))]
-        groups = ["ALL", *sorted(set(labels.tolist())), *flag_groups.get(key, [])]
-        for group in groups:
-            m = np.ones(len(labels), dtype=bool) if group == "ALL" else labels == group
-            if group.startswith("(change flag)"):
-                m = flagged.copy()
-                if group != "(change flag)":
-                    m &= table["source"] == int(group.rsplit(" ", 1)[1])
-            m &= ~np.isnan(rrs[names[0]])
+        for group, mask in [("ALL", np.ones(n, dtype=bool)), *groups]:
+            m = mask & ~np.isnan(rrs[names[0]])
             if not m.any():
                 continue
-            row = " ".join(f"{float(np.mean(rrs[n][m])):12.3f}" for n in names)
+            row = " ".join(f"{float(np.mean(rrs[name][m])):12.3f}" for name in names)
             print(f"  {group:<16} {int(m.sum()):>6} {row}")
 
 
