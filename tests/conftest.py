@@ -1,5 +1,6 @@
-"""Shared test setup: every test gets its own registry of indexed repositories (`repos`), so index runs in
-tests never touch the user's registry and tests never see each other's repositories."""
+"""Shared test setup: every test gets its own registry of indexed repositories (`repos`) and its own user
+config folder (the global config file and the trust record of `codebase-index trust`), so tests never
+touch the user's files and never see each other's."""
 
 from __future__ import annotations
 
@@ -11,3 +12,4 @@ import pytest
 @pytest.fixture(autouse=True)
 def _private_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CODEBASE_INDEX_REGISTRY", str(tmp_path / "registry" / "repos.json"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "user-config"))

@@ -19,6 +19,7 @@ from codebase_index.config import (
     strip_jsonc,
 )
 from codebase_index.patterns import DEFAULT_INCLUDE
+from codebase_index.trust import trust
 
 
 @pytest.fixture
@@ -36,6 +37,12 @@ def put(path: Path, text: str | dict[str, object]) -> None:
 
 def project(root: Path, text: str | dict[str, object]) -> None:
     put(root / ".opencode" / "codebase-index.json", text)
+
+
+def trusted_project(root: Path, gdir: Path, text: str | dict[str, object]) -> None:
+    """A project file the user trusted (`codebase-index trust`): every setting of it is honoured."""
+    project(root, text)
+    trust(root, gdir)
 
 
 def glob_(gdir: Path, text: str | dict[str, object]) -> None:
@@ -102,8 +109,9 @@ def test_xdg_config_home_is_the_default_global_dir(
 
 def test_jsonc_comments_and_trailing_commas(dirs: tuple[Path, Path]) -> None:
     root, gdir = dirs
-    project(
+    trusted_project(
         root,
+        gdir,
         """\ufeff{
   // line comment
   "embeddingModel": "a//b /* not a comment */", /* block
@@ -140,7 +148,9 @@ def test_env_placeholders(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPat
     root, gdir = dirs
     monkeypatch.setenv("CBI_TEST_KEY", "sekret")
     monkeypatch.setenv("CBI_TEST_KB", "/kb")
-    project(root, {"reranker": {"apiKey": "{env:CBI_TEST_KEY}"}, "knowledgeBases": ["{env:CBI_TEST_KB}"]})
+    trusted_project(
+        root, gdir, {"reranker": {"apiKey": "{env:CBI_TEST_KEY}"}, "knowledgeBases": ["{env:CBI_TEST_KB}"]}
+    )
     config = load_config(root, global_dir=gdir)
     assert config.reranker.api_key == "sekret"
     assert config.knowledge_bases == ("/kb",)
@@ -153,7 +163,7 @@ def test_env_placeholders(dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPat
         "which is not set"
     )
 
-    project(root, {"reranker": {"apiKey": "Bearer {env:CBI_TEST_KB}"}})
+    trusted_project(root, gdir, {"reranker": {"apiKey": "Bearer {env:CBI_TEST_KB}"}})
     with pytest.raises(
         ConfigError, match=r'"reranker\.apiKey": an \{env:NAME\} placeholder must be the whole'
     ):
@@ -185,7 +195,7 @@ def test_unknown_keys_top_level_and_nested_with_suggestion(dirs: tuple[Path, Pat
 
 def test_unknown_key_inside_optional_section(dirs: tuple[Path, Path]) -> None:
     root, gdir = dirs
-    project(root, {"customProvider": {"baseURL": "http://x"}})
+    trusted_project(root, gdir, {"customProvider": {"baseURL": "http://x"}})
     with pytest.raises(
         ConfigError, match=r'unknown key "customProvider\.baseURL" \(did you mean "customProvider\.baseUrl"'
     ):
@@ -222,7 +232,7 @@ def test_wrong_types_and_ranges(dirs: tuple[Path, Path], body: dict[str, object]
 
 def test_bad_enum_value_lists_allowed_values(dirs: tuple[Path, Path]) -> None:
     root, gdir = dirs
-    project(root, {"embeddingProvider": "github-copilot"})
+    trusted_project(root, gdir, {"embeddingProvider": "github-copilot"})
     with pytest.raises(ConfigError) as err:
         load_config(root, global_dir=gdir)
     message = str(err.value)
@@ -230,7 +240,7 @@ def test_bad_enum_value_lists_allowed_values(dirs: tuple[Path, Path]) -> None:
         '.opencode/codebase-index.json: bad value for "embeddingProvider": Invalid enum'
     )
     assert '"embedded"' in message and '"ollama"' in message
-    project(root, {"search": {"fusionStrategy": "max"}})
+    trusted_project(root, gdir, {"search": {"fusionStrategy": "max"}})
     with pytest.raises(ConfigError, match=r'"search\.fusionStrategy".*allowed: "rrf", "weighted"'):
         load_config(root, global_dir=gdir)
 
@@ -238,10 +248,10 @@ def test_bad_enum_value_lists_allowed_values(dirs: tuple[Path, Path]) -> None:
 def test_custom_provider_requirements_checked_after_merge(dirs: tuple[Path, Path]) -> None:
     root, gdir = dirs
     glob_(gdir, {"customProvider": {"baseUrl": "http://localhost:8080/v1", "model": "nomic"}})
-    project(root, {"embeddingProvider": "custom"})
+    trusted_project(root, gdir, {"embeddingProvider": "custom"})
     with pytest.raises(ConfigError, match=r'"custom" but customProvider\.dimensions is not set'):
         load_config(root, global_dir=gdir)
-    project(root, {"embeddingProvider": "custom", "customProvider": {"dimensions": 768}})
+    trusted_project(root, gdir, {"embeddingProvider": "custom", "customProvider": {"dimensions": 768}})
     config = load_config(root, global_dir=gdir)
     assert config.custom_provider is not None
     assert (config.custom_provider.base_url, config.custom_provider.dimensions) == (
@@ -249,7 +259,7 @@ def test_custom_provider_requirements_checked_after_merge(dirs: tuple[Path, Path
         768,
     )
     assert config.custom_provider.timeout_ms == 30_000
-    project(root, {"reranker": {"enabled": True, "provider": "custom"}})
+    trusted_project(root, gdir, {"reranker": {"enabled": True, "provider": "custom"}})
     with pytest.raises(ConfigError, match=r"reranker\.baseUrl is not set"):
         load_config(root, global_dir=gdir)
 
@@ -358,11 +368,11 @@ def test_every_plugin_setting_is_a_valid_engine_key(dirs: tuple[Path, Path]) -> 
     text = "{\n  // plugin settings\n" + ",\n".join(
         f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in values.items()
     )
-    project(root, text + ",\n}\n")
+    trusted_project(root, gdir, text + ",\n}\n")
     config = load_config(root, global_dir=gdir)
     assert config.timeouts == {"index": 3_600_000, "search": 5000}
     assert config.serve_args == ("--index-dir", "/tmp/idx")
     assert config.initialize_timeout_ms == 60_000 and config.backoff_cap_ms == 2000
-    project(root, {"timeouts": {"search": "soon"}})
+    trusted_project(root, gdir, {"timeouts": {"search": "soon"}})
     with pytest.raises(ConfigError, match='bad value for "timeouts'):
         load_config(root, global_dir=gdir)

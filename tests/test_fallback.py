@@ -22,6 +22,7 @@ import pytest
 from codebase_index import resilience
 from codebase_index.config import Config, load_config
 from codebase_index.service import Engine
+from project_config import write_project_config
 from provider_server import UNAUTHORIZED, serve, slow_fault, status_fault
 from test_vectors import git
 
@@ -48,8 +49,7 @@ def write_config(root: Path, base_url: str, **search: Any) -> None:
         "indexing": {"retries": 3, "retryDelayMs": 0},
         "search": search,
     }
-    (root / ".opencode").mkdir(exist_ok=True)
-    (root / ".opencode" / "codebase-index.json").write_text(json.dumps(config))
+    write_project_config(root, config)
 
 
 def make_project(root: Path) -> Path:
@@ -261,7 +261,7 @@ def test_mcp_search_with_a_dead_provider(dead_provider: tuple[Path, Path]) -> No
         command=sys.executable,
         args=["-m", "codebase_index.cli", "mcp", "--project", str(root), "--index-dir", str(index)],
         cwd=str(REPO),
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")},
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME", "XDG_CONFIG_HOME")},
     )
 
     async def run() -> Any:

@@ -10,6 +10,7 @@ import pytest
 from codebase_index import cli, tools
 from codebase_index.knowledge import KnowledgeBaseError
 from codebase_index.service import Engine
+from project_config import write_project_config
 
 
 @pytest.fixture
@@ -90,10 +91,7 @@ def test_bad_paths_are_refused_with_a_reason(layout: tuple[Path, Path], tmp_path
 
 def test_config_listed_knowledge_base(layout: tuple[Path, Path], tmp_path: Path) -> None:
     project, kb_dir = layout
-    (project / ".opencode").mkdir()
-    (project / ".opencode" / "codebase-index.json").write_text(
-        json.dumps({"knowledgeBases": ["../handbook"]})
-    )
+    write_project_config(project, {"knowledgeBases": ["../handbook"]})
     engine = Engine(project, index_path=tmp_path / "index", workers=1)
     try:
         report = engine.index()

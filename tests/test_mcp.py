@@ -47,7 +47,7 @@ async def _session_run(project: Path, index_dir: Path, body: Any, *extra: str) -
             *extra,
         ],
         cwd=str(REPO),
-        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")},
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME", "XDG_CONFIG_HOME")},
     )
     with open(os.devnull, "w") as errlog:
         async with (

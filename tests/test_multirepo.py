@@ -22,6 +22,7 @@ from codebase_index.backends.publish import publish
 from codebase_index.backends.qdrant import QdrantBackend, parse_target
 from codebase_index.config import Config
 from codebase_index.service import Engine
+from project_config import write_project_config
 
 ALPHA = {
     "billing/payments.py": '''"""Payment processing."""
@@ -168,9 +169,8 @@ def test_published_collection_answers_like_the_local_indexes(
         assert report["sent"] == report["chunks"] > 0 and report["without_vector"] == 0
     # A teammate's machine: no local index anywhere, only `backend` configured.
     client = tmp_path / "client"
-    (client / ".opencode").mkdir(parents=True)
     config = {"backend": {"kind": "qdrant", "url": f"qdrant+local://{store}", "collection": "team"}}
-    (client / ".opencode" / "codebase-index.json").write_text(json.dumps(config))
+    write_project_config(client, config)
     env_registry = os.environ["CODEBASE_INDEX_REGISTRY"]
     os.environ["CODEBASE_INDEX_REGISTRY"] = str(tmp_path / "empty-registry.json")
     try:
@@ -278,9 +278,7 @@ def test_backend_failure_is_a_clear_error_and_local_search_still_works(
 ) -> None:
     alpha, _ = two_repos
     port = closed_port()
-    (alpha / ".opencode" / "codebase-index.json").write_text(
-        json.dumps({"backend": {"url": f"qdrant://127.0.0.1:{port}/team"}})
-    )
+    write_project_config(alpha, {"backend": {"url": f"qdrant://127.0.0.1:{port}/team"}})
     proc = cli("search", "--backend", "--root", str(alpha), "validate_payment")
     # Local indexes exist: the answer comes from them, with a note naming the failure.
     assert proc.returncode == 0, proc.stderr

@@ -13,6 +13,7 @@ from codebase_index import tools
 from codebase_index.cli import Progress
 from codebase_index.embedder import EmbeddingStatus
 from codebase_index.format import duration, format_embeddings
+from project_config import write_project_config
 from provider_server import serve
 from test_vectors import make_repo, remote_config
 
@@ -81,10 +82,7 @@ def test_embedding_status_line() -> None:
 def test_sidecar_status_text_shows_embedding_progress(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n", "b.py": "X = 2\n"})
     with serve(dims=8, delay=0.5) as server:
-        (root / ".opencode").mkdir()
-        (root / ".opencode" / "codebase-index.json").write_text(
-            msgspec.json.encode(msgspec.to_builtins(remote_config(server.base_url))).decode()
-        )
+        write_project_config(root, msgspec.to_builtins(remote_config(server.base_url)))
         rt = tools.Runtime(root, index_dir=tmp_path / "idx")
         try:
             tools.call(rt, "index", {})

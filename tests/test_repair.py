@@ -4,7 +4,6 @@ again (only what could not be read back from the damaged file)."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from codebase_index import tools
 from codebase_index.repair import check_pages, is_corruption, salvage
 from codebase_index.service import Engine
+from project_config import write_project_config
 from provider_server import FakeProviderServer, serve
 from test_vectors import git
 
@@ -41,21 +41,19 @@ def make_project(root: Path, files: int = 40) -> Path:
 
 
 def write_config(root: Path, base_url: str) -> None:
-    (root / ".opencode").mkdir(exist_ok=True)
-    (root / ".opencode" / "codebase-index.json").write_text(
-        json.dumps(
-            {
-                "embeddingProvider": "custom",
-                "customProvider": {
-                    "baseUrl": base_url,
-                    "model": "fake-embed",
-                    "dimensions": 8,
-                    "requestIntervalMs": 0,
-                    "concurrency": 1,
-                },
-                "indexing": {"retries": 0},
-            }
-        )
+    write_project_config(
+        root,
+        {
+            "embeddingProvider": "custom",
+            "customProvider": {
+                "baseUrl": base_url,
+                "model": "fake-embed",
+                "dimensions": 8,
+                "requestIntervalMs": 0,
+                "concurrency": 1,
+            },
+            "indexing": {"retries": 0},
+        },
     )
 
 

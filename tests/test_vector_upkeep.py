@@ -17,6 +17,7 @@ from codebase_index.config import Config
 from codebase_index.embedder import encode_vector
 from codebase_index.service import Engine
 from codebase_index.vectors import AnnIndex, verify_vectors
+from project_config import write_project_config
 from provider_server import serve
 from test_vectors import embedded_texts, make_repo, remote_config
 
@@ -145,10 +146,7 @@ def test_reader_picks_up_a_rebuilt_ann_file(tmp_path: Path, small_ann: None) -> 
 def test_health_check_tool_reports_and_fixes_vectors(tmp_path: Path, small_ann: None) -> None:
     root = make_repo(tmp_path / "repo", FILES)
     with serve(dims=DIMS) as server:
-        (root / ".opencode").mkdir()
-        (root / ".opencode" / "codebase-index.json").write_text(
-            msgspec.json.encode(msgspec.to_builtins(remote_config(server.base_url, dims=DIMS))).decode()
-        )
+        write_project_config(root, msgspec.to_builtins(remote_config(server.base_url, dims=DIMS)))
         rt = tools.Runtime(root, index_dir=tmp_path / "idx")
         try:
             tools.call(rt, "index", {})

@@ -22,6 +22,7 @@ from codebase_index.search import Filters
 from codebase_index.service import Engine
 from codebase_index.store import StoreError
 from codebase_index.vectors import AnnIndex, exact_top_k
+from project_config import write_project_config
 from provider_server import serve, status_fault
 
 SHARED = "def shared_helper(value):\n    return value * 2 + 1\n"
@@ -143,9 +144,7 @@ def test_status_says_rebuild_needed_on_a_model_or_width_change(tmp_path: Path) -
             assert line.startswith("rebuild needed: run index --force (the index holds ")
             assert "100%" not in line and "rebuild needed: run index --force" in format_status(status)
             other.close()
-        (root / ".opencode").mkdir()
-        wide = msgspec.to_builtins(remote_config(server.base_url, dims=16))
-        (root / ".opencode" / "codebase-index.json").write_text(msgspec.json.encode(wide).decode())
+        write_project_config(root, msgspec.to_builtins(remote_config(server.base_url, dims=16)))
         where = ["--root", str(root), "--index-dir", str(tmp_path / "idx")]
         cli = subprocess.run(
             [sys.executable, "-m", "codebase_index.cli", "status", *where],
@@ -459,11 +458,7 @@ def test_semantic_mode_without_vectors_is_a_clear_error(tmp_path: Path) -> None:
 def test_cli_similar_and_peek(tmp_path: Path) -> None:
     root = make_repo(tmp_path / "repo", FILES)
     with serve(dims=8) as server:
-        config_dir = root / ".opencode"
-        config_dir.mkdir()
-        (config_dir / "codebase-index.json").write_text(
-            msgspec.json.encode(msgspec.to_builtins(remote_config(server.base_url))).decode()
-        )
+        write_project_config(root, msgspec.to_builtins(remote_config(server.base_url)))
 
         def cli(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(

@@ -29,6 +29,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from .patterns import DEFAULT_INCLUDE
+from .trust import TrustError, is_trusted, read_project_file
 
 CONFIG_FILE_NAME = "codebase-index.json"
 PROJECT_CONFIG = Path(".opencode") / CONFIG_FILE_NAME
@@ -346,12 +347,8 @@ def _validation_message(exc: msgspec.ValidationError) -> str:
     return f'bad value for "{path}": {problem}' if path else problem
 
 
-def _read_file(path: Path, where: str) -> dict[str, Any]:
-    """Parse and validate one file on its own, so every error names the file it came from."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read: {exc}") from exc
+def _parse(text: str, where: str) -> dict[str, Any]:
+    """JSONC text -> the top-level object, `$schema` dropped; `{env:...}` not substituted yet."""
     try:
         data = json.loads(strip_jsonc(text))
     except ConfigError as exc:
@@ -361,6 +358,12 @@ def _read_file(path: Path, where: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: the top level must be an object, got {type(data).__name__}")
     data.pop("$schema", None)  # editors add it; it is not an option
+    return data
+
+
+def _validated(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """One file's settings, placeholders substituted and checked on their own, so every error names the
+    file it came from."""
     data = _substitute_env(data, "", where)
     problems = list(_unknown_keys(data, mi.type_info(Config), ""))  # type: ignore[arg-type]
     if problems:
@@ -370,6 +373,15 @@ def _read_file(path: Path, where: str) -> dict[str, Any]:
     except msgspec.ValidationError as exc:
         raise ConfigError(f"{where}: {_validation_message(exc)}") from exc
     return data
+
+
+def _read_file(path: Path, where: str) -> dict[str, Any]:
+    """A file of the user's own (the global file, --config): every setting is honoured."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read: {exc}") from exc
+    return _validated(_parse(text, where), where)
 
 
 def merge(base: dict[str, Any], override: dict[str, Any], *, top: bool = True) -> dict[str, Any]:
@@ -399,33 +411,158 @@ EXTRA_CONFIG_ENV = "CODEBASE_INDEX_CONFIG"
 """A config file layered over the project's (the MCP server's `--config PATH` sets it)."""
 
 
-def load_config(root: Path | str, *, global_dir: Path | None = None) -> Config:
-    """The effective configuration for `root`: defaults, the global file, the project file, then the file
-    named by $CODEBASE_INDEX_CONFIG (which must exist when set)."""
+# Keys of a project file that send code or data off the machine, read outside the project or name a
+# program: honoured only once the user trusted the file (trust.py). `embeddingModel` names a model folder
+# for the embedded provider (anywhere on disk) or what a remote one runs.
+TRUST_KEYS = (
+    "embeddingModel",
+    "customProvider",
+    "reranker",
+    "backend",
+    "pythonPath",
+    "serveArgs",
+)
+LOCAL_PROVIDERS = frozenset({"auto", "embedded"})
+
+
+class ConfigLoad(msgspec.Struct, frozen=True):
+    """The effective configuration and what an untrusted project file asked for that was not honoured."""
+
+    config: Config
+    withheld: tuple[str, ...] = ()
+
+    def notice(self) -> str | None:
+        """One line for status, index output and tool answers, or None when nothing was withheld."""
+        return untrusted_notice(self.withheld)
+
+
+def untrusted_notice(withheld: tuple[str, ...]) -> str | None:
+    if not withheld:
+        return None
+    return (
+        f"{PROJECT_CONFIG.as_posix()} is not trusted, so these settings of it are not used: "
+        f"{', '.join(withheld)}. Review the file, then run `codebase-index trust` in the project to use them"
+    )
+
+
+def _env_paths(value: Any, path: str) -> Iterator[str]:
+    """Key paths (dotted) whose value holds an `{env:...}` placeholder."""
+    if isinstance(value, str):
+        if "{env:" in value:
+            yield path
+    elif isinstance(value, list):
+        if any(next(_env_paths(v, path), None) for v in value):
+            yield path
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _env_paths(v, f"{path}.{k}" if path else str(k))
+
+
+def _drop(data: dict[str, Any], dotted: str) -> None:
+    *parents, leaf = dotted.split(".")
+    node: Any = data
+    for part in parents:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        node.pop(leaf, None)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def withhold_untrusted(data: dict[str, Any], root: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """An untrusted project file's settings without the ones that need trust, and the names of those.
+
+    Kept: include/exclude, indexing and search defaults, debug, the local provider choice, knowledge
+    bases inside the project. Withheld: every `{env:VAR}` (a repository must not read the user's
+    environment), remote providers, TRUST_KEYS, knowledge bases outside the project.
+
+    >>> withhold_untrusted({"embeddingProvider": "custom", "include": ["*.py"]}, Path("/p"))
+    ({'include': ['*.py']}, ('embeddingProvider',))
+    """
+    kept = json.loads(json.dumps(data))  # a deep copy of plain JSON
+    withheld: list[str] = []
+    for dotted in list(_env_paths(kept, "")):
+        _drop(kept, dotted)
+        withheld.append(dotted + " ({env:...})")
+    provider = kept.get("embeddingProvider")
+    if provider is not None and provider not in LOCAL_PROVIDERS:
+        del kept["embeddingProvider"]
+        withheld.append("embeddingProvider")
+    for key in TRUST_KEYS:
+        if key in kept:
+            del kept[key]
+            withheld.append(key)
+    bases = kept.get("knowledgeBases")
+    if isinstance(bases, list):
+        real_root = root.resolve()
+        inside = [
+            p
+            for p in bases
+            if isinstance(p, str) and _inside((real_root / Path(p).expanduser()).resolve(), real_root)
+        ]
+        if len(inside) < len(bases):
+            kept["knowledgeBases"] = inside
+            withheld.append(f"knowledgeBases ({len(bases) - len(inside)} outside the project)")
+    return kept, tuple(withheld)
+
+
+def _project_settings(root: Path, gdir: Path, where: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """The project file's settings as far as its trust allows; None when the project has none."""
+    try:
+        raw = read_project_file(root)
+    except TrustError as exc:
+        raise ConfigError(str(exc)) from exc
+    if raw is None:
+        return None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc}") from exc
+    data = _parse(text, where)
+    if is_trusted(root, raw, gdir):
+        return _validated(data, where), ()
+    kept, withheld = withhold_untrusted(data, root)
+    return _validated(kept, where), withheld
+
+
+def load_config_report(root: Path | str, *, global_dir: Path | None = None) -> ConfigLoad:
+    """The effective configuration for `root`: defaults, the global file, the project file (its
+    trust-needing settings only once the user trusted it), then the file named by
+    $CODEBASE_INDEX_CONFIG (which must exist when set); with what was withheld."""
     root = Path(root).resolve()
     gdir = global_dir if global_dir is not None else default_global_dir()
-    sources: list[tuple[Path, str]] = [
-        (gdir / CONFIG_FILE_NAME, str(gdir / CONFIG_FILE_NAME)),
-        (root / PROJECT_CONFIG, PROJECT_CONFIG.as_posix()),
-    ]
+    merged: dict[str, Any] = {}
+    used: list[str] = []
+    withheld: tuple[str, ...] = ()
+    global_file = gdir / CONFIG_FILE_NAME
+    if global_file.is_file():
+        merged = _read_file(global_file, str(global_file))
+        used.append(str(global_file))
+    project = _project_settings(root, gdir, PROJECT_CONFIG.as_posix())
+    if project is not None:
+        merged = merge(merged, project[0])
+        withheld = project[1]
+        used.append(PROJECT_CONFIG.as_posix())
     extra = os.environ.get(EXTRA_CONFIG_ENV)
     if extra:
         path = Path(extra).expanduser()
         if not path.is_file():
             raise ConfigError(f"{extra}: config file not found (from --config or ${EXTRA_CONFIG_ENV})")
-        sources.append((path, str(path)))
-    merged: dict[str, Any] = {}
-    used: list[str] = []
-    for path, where in sources:
-        if path.is_file():
-            merged = merge(merged, _read_file(path, where))
-            used.append(where)
+        merged = merge(merged, _read_file(path, str(path)))
+        used.append(str(path))
     try:
         config = msgspec.convert(merged, Config)
     except msgspec.ValidationError as exc:  # each file passed alone; kept for safety
         raise ConfigError(f"{' + '.join(used)}: {_validation_message(exc)}") from exc
     _check_combination(config, " + ".join(used) or "defaults")
-    return config
+    return ConfigLoad(config, withheld)
+
+
+def load_config(root: Path | str, *, global_dir: Path | None = None) -> Config:
+    """`load_config_report(root).config`."""
+    return load_config_report(root, global_dir=global_dir).config
 
 
 def _check_combination(config: Config, where: str) -> None:
