@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from codebase_index import cli, tools
+from codebase_index.config import default_global_dir
 from codebase_index.knowledge import KnowledgeBaseError
 from codebase_index.service import Engine
 from project_config import write_project_config
@@ -106,6 +107,10 @@ def test_config_listed_knowledge_base(layout: tuple[Path, Path], tmp_path: Path)
 def test_tools_and_cli(layout: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     project, kb_dir = layout
     index = tmp_path / "index"
+    # An agent may add folders only inside the user's own knowledgeBaseRoots (tests/test_secrets.py).
+    user_config = default_global_dir() / "codebase-index.json"
+    user_config.parent.mkdir(parents=True)
+    user_config.write_text(json.dumps({"knowledgeBaseRoots": [str(tmp_path)]}))
     rt = tools.Runtime(project, index_dir=index)
     try:
         tools.call(rt, "index", {})

@@ -22,6 +22,7 @@ from .format import (
     format_graph_status,
     literal_line,
     problem_lines,
+    secrets_line,
 )
 
 if TYPE_CHECKING:
@@ -147,6 +148,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     )
     for line in problem_lines(report):
         print(line)
+    if engine.config_notice:
+        print(f"note: {engine.config_notice}")
     if embed_line:
         print(embed_line)
     if args.verbose:
@@ -181,6 +184,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(msgspec.json.encode(status).decode() + "\n")
         return EXIT_OK
+    if status.config_notice:
+        print(f"note: {status.config_notice}")
     if not status.indexed:
         print(f"{status.root}: not indexed yet (run `codebase-index index`)")
         return EXIT_OK
@@ -195,6 +200,9 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"skipped:     {skipped}")
     for row in status.errors:
         print(f"  {row.reason} {row.path}: {row.detail}")
+    secrets = secrets_line(status)
+    if secrets:
+        print(f"secrets:     {secrets}")
     print(f"indexed at:  {when}")
     emb = status.embeddings
     if emb is not None:
@@ -264,6 +272,33 @@ def cmd_kb(args: argparse.Namespace) -> int:
     finally:
         engine.close()
     print_answer(args, payload, text)
+    return EXIT_OK
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    """Trust the project's configuration file as it is now (its settings that send code off the machine,
+    read outside the project or name a program are then used); `untrust` forgets it."""
+    from . import trust
+    from .config import default_global_dir, trust_preview
+
+    root = _root(args)
+    where = f"{root.resolve()}/.opencode/codebase-index.json"
+    if args.command == "untrust":
+        forgotten = trust.untrust(root, default_global_dir())
+        text = f"{where} is no longer trusted" if forgotten else f"{where} was not trusted"
+        print_answer(args, {"file": where, "trusted": False, "changed": forgotten}, text)
+        return EXIT_OK
+    data, needs = trust_preview(root)
+    try:
+        digest = trust.trust(root, default_global_dir(), data)
+    except trust.TrustError as exc:
+        raise CliError(str(exc)) from exc
+    uses = ", ".join(needs) if needs else "none (it has only settings that are used untrusted)"
+    text = (
+        f"trusted {where} (sha256 {digest[:16]}); settings of it that needed trust: {uses}. "
+        "Any change to the file revokes this; `codebase-index untrust` forgets it"
+    )
+    print_answer(args, {"file": where, "trusted": True, "sha256": digest, "settings": list(needs)}, text)
     return EXIT_OK
 
 
@@ -394,6 +429,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("folder", nargs="?", help="the folder (add/remove): absolute or relative to the root")
     add_common_arguments(p)
     p.set_defaults(func=cmd_kb)
+
+    for name, what in (
+        (
+            "trust",
+            "trust this project's .opencode/codebase-index.json as it is now (remote providers, API "
+            "keys from the environment, outside folders and programs it names are then used)",
+        ),
+        ("untrust", "stop trusting this project's .opencode/codebase-index.json"),
+    ):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("path", nargs="?", help="project root (default: --root, $CODEBASE_INDEX_ROOT, or .)")
+        p.add_argument("--root", help="project root")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=cmd_trust, command=name)
 
     p = sub.add_parser("repos", help="repositories indexed on this machine (or published to the backend)")
     p.add_argument("action", choices=["list"])

@@ -29,11 +29,11 @@ import msgspec
 import msgspec.inspect as mi
 
 from .patterns import DEFAULT_INCLUDE
-from .trust import TrustError, is_trusted, read_project_file
+from .trust import TrustError, is_trusted, read_project_file, sensitive_folder
 
 CONFIG_FILE_NAME = "codebase-index.json"
 PROJECT_CONFIG = Path(".opencode") / CONFIG_FILE_NAME
-MERGED_LISTS = frozenset({"knowledgeBases", "additionalInclude"})
+MERGED_LISTS = frozenset({"knowledgeBases", "knowledgeBaseRoots", "additionalInclude"})
 """Top-level lists that accumulate across the global and project files instead of being replaced."""
 
 
@@ -199,8 +199,22 @@ class Config(_Section, frozen=True):
         tuple[str, ...],
         _m("Gitignore-style patterns never indexed, on top of .gitignore and the built-in skips"),
     ] = ()
+    include_secrets: Annotated[
+        tuple[str, ...],
+        _m(
+            "Glob patterns of files indexed although their name or content marks them as secrets "
+            "(credentials, private keys; skipped as secret otherwise)"
+        ),
+    ] = ()
     knowledge_bases: Annotated[
         tuple[str, ...], _m("Extra folders indexed with the project (absolute or relative to the root)")
+    ] = ()
+    knowledge_base_roots: Annotated[
+        tuple[str, ...],
+        _m(
+            "Folders inside which an agent's add_knowledge_base call may add one (the CLI's `kb add` may add "
+            "any folder); absolute or relative to the root"
+        ),
     ] = ()
     python_path: Annotated[str | None, _m("Python interpreter the OpenCode plugin starts; null = auto")] = (
         None
@@ -415,6 +429,8 @@ EXTRA_CONFIG_ENV = "CODEBASE_INDEX_CONFIG"
 # program: honoured only once the user trusted the file (trust.py). `embeddingModel` names a model folder
 # for the embedded provider (anywhere on disk) or what a remote one runs.
 TRUST_KEYS = (
+    "includeSecrets",
+    "knowledgeBaseRoots",
     "embeddingModel",
     "customProvider",
     "reranker",
@@ -441,7 +457,8 @@ def untrusted_notice(withheld: tuple[str, ...]) -> str | None:
         return None
     return (
         f"{PROJECT_CONFIG.as_posix()} is not trusted, so these settings of it are not used: "
-        f"{', '.join(withheld)}. Review the file, then run `codebase-index trust` in the project to use them"
+        f"{', '.join(withheld)}. Review the file, then run `codebase-index trust` in the project to use them "
+        "(a running agent session picks the change up when restarted)"
     )
 
 
@@ -483,9 +500,6 @@ def withhold_untrusted(data: dict[str, Any], root: Path) -> tuple[dict[str, Any]
     """
     kept = json.loads(json.dumps(data))  # a deep copy of plain JSON
     withheld: list[str] = []
-    for dotted in list(_env_paths(kept, "")):
-        _drop(kept, dotted)
-        withheld.append(dotted + " ({env:...})")
     provider = kept.get("embeddingProvider")
     if provider is not None and provider not in LOCAL_PROVIDERS:
         del kept["embeddingProvider"]
@@ -494,6 +508,9 @@ def withhold_untrusted(data: dict[str, Any], root: Path) -> tuple[dict[str, Any]
         if key in kept:
             del kept[key]
             withheld.append(key)
+    for dotted in list(_env_paths(kept, "")):
+        _drop(kept, dotted)
+        withheld.append(dotted + " ({env:...})")
     bases = kept.get("knowledgeBases")
     if isinstance(bases, list):
         real_root = root.resolve()
@@ -557,7 +574,39 @@ def load_config_report(root: Path | str, *, global_dir: Path | None = None) -> C
     except msgspec.ValidationError as exc:  # each file passed alone; kept for safety
         raise ConfigError(f"{' + '.join(used)}: {_validation_message(exc)}") from exc
     _check_combination(config, " + ".join(used) or "defaults")
+    for raw, path in zip(config.knowledge_bases, knowledge_base_paths(root, config), strict=True):
+        why = sensitive_folder(path)
+        if why is not None:
+            raise ConfigError(f"{' + '.join(used)}: knowledgeBases: refused: {raw} is never indexed ({why})")
     return ConfigLoad(config, withheld)
+
+
+def trust_preview(root: Path | str) -> tuple[bytes, tuple[str, ...]]:
+    """What `codebase-index trust` is about to trust: the project file's bytes and the settings of it
+    that need trust. Raises ConfigError when there is no file or it is invalid even when trusted."""
+    root = Path(root).resolve()
+    where = PROJECT_CONFIG.as_posix()
+    try:
+        raw = read_project_file(root)
+    except TrustError as exc:
+        raise ConfigError(str(exc)) from exc
+    if raw is None:
+        raise ConfigError(f"{root} has no {where}: there is nothing to trust")
+    try:
+        data = _parse(raw.decode("utf-8-sig"), where)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: cannot read: {exc}") from exc
+    _validated(data, where)
+    return raw, withhold_untrusted(data, root)[1]
+
+
+def config_notice(root: Path | str) -> str | None:
+    """What an untrusted project file asked for and did not get, as one line; None when nothing was
+    withheld or the configuration cannot be read (that error is reported where the engine is built)."""
+    try:
+        return load_config_report(root).notice()
+    except ConfigError:
+        return None
 
 
 def load_config(root: Path | str, *, global_dir: Path | None = None) -> Config:
@@ -602,8 +651,17 @@ def index_dir(root: Path | str, config: Config) -> Path:
 
 def knowledge_base_paths(root: Path | str, config: Config) -> list[Path]:
     """`knowledgeBases` as absolute paths (relative entries are taken from the project root)."""
+    return _absolute(root, config.knowledge_bases)
+
+
+def knowledge_base_roots(root: Path | str, config: Config) -> list[Path]:
+    """`knowledgeBaseRoots` as absolute paths (relative entries are taken from the project root)."""
+    return _absolute(root, config.knowledge_base_roots)
+
+
+def _absolute(root: Path | str, paths: tuple[str, ...]) -> list[Path]:
     base = Path(root).resolve()
-    return [(base / Path(p).expanduser()).resolve() for p in config.knowledge_bases]
+    return [(base / Path(p).expanduser()).resolve() for p in paths]
 
 
 # ------------------------------------------------------------------------------------------- reference

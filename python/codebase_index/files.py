@@ -37,9 +37,17 @@ from pathlib import Path
 import msgspec
 
 from . import generated
+from .credentials import secret_content, secret_name
 from .generated import LOCK_FILES, MINIFIED_SUFFIXES
 from .models import DiscoveredFile, SkippedFile
-from .patterns import Chain, IgnoreRules, UserIncludes, always_skipped_file, make_include_matcher
+from .patterns import (
+    Chain,
+    IgnoreRules,
+    IncludeMatcher,
+    UserIncludes,
+    always_skipped_file,
+    make_include_matcher,
+)
 
 __all__ = ["LOCK_FILES", "MINIFIED_SUFFIXES"]  # re-exported: older callers import them from here
 
@@ -74,6 +82,7 @@ class FileRules:
         additional_include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         max_file_size: int = 1_048_576,
+        include_secrets: Sequence[str] = (),
     ) -> None:
         self.root = os.path.abspath(root)
         self.real_root = os.path.realpath(self.root)
@@ -81,6 +90,17 @@ class FileRules:
         self.includes = make_include_matcher(include, additional_include)
         self.user_includes = UserIncludes(include, additional_include)
         self.max_file_size = max_file_size
+        self.secrets_included = IncludeMatcher(include_secrets) if include_secrets else None
+
+    def secret(self, rel_path: str, text: str | None = None) -> str | None:
+        """Why a file is skipped as a secret (by its name, or by what its text holds when `text` is
+        given), or None, also when the `includeSecrets` setting names it."""
+        why = secret_name(rel_path.rpartition("/")[2], rel_path)
+        if why is None and text is not None:
+            why = secret_content(text)
+        if why is None or (self.secrets_included is not None and self.secrets_included(rel_path)):
+            return None
+        return why
 
     def generated(self, rel_path: str, text: str | None = None) -> str | None:
         """Why a file is skipped as generated (by its name, or by its first lines when `text` is given),
@@ -170,6 +190,11 @@ class FileRules:
                 if name.startswith(".env"):
                     skipped.append(SkippedFile(rel, "ignored", always_skipped_file(name) or ""))
                     continue
+                if secret_name(name, rel) is not None:
+                    why = self.secret(rel)
+                    if why is not None:
+                        skipped.append(SkippedFile(rel, "secret", why))
+                        continue
                 if name in LOCK_FILES or name.endswith(generated_suffixes):
                     why = self.generated(rel)
                     if why is not None:
@@ -217,6 +242,9 @@ class FileRules:
         if why is None:
             why = always_skipped_file(rel.rpartition("/")[2])
         if why is None:
+            secret = self.secret(rel)
+            if secret is not None:
+                return SkippedFile(rel, "secret", secret)
             made = self.generated(rel)
             if made is not None:
                 return SkippedFile(rel, "generated", made)
@@ -242,6 +270,7 @@ def discover(
     additional_include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     max_file_size: int = 1_048_576,
+    include_secrets: Sequence[str] = (),
 ) -> DiscoveryResult:
     """Walk `root` and sort every entry into indexable files or skipped ones (with a reason).
 
@@ -254,6 +283,7 @@ def discover(
         additional_include=additional_include,
         exclude=exclude,
         max_file_size=max_file_size,
+        include_secrets=include_secrets,
     )
     return rules.walk()
 

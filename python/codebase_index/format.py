@@ -149,6 +149,9 @@ def format_status(status: Any, *, running: bool = False) -> str:
     ]
     for row in getattr(status, "errors", ()):
         lines.append(f"  {row.reason} {row.path}: {row.detail}")
+    secrets = secrets_line(status)
+    if secrets:
+        lines.append(f"secrets skipped: {secrets}")
     if status.embeddings is not None:
         lines.append("embeddings: " + format_embeddings(status.embeddings))
     if getattr(status, "graph", None) is not None:
@@ -159,6 +162,16 @@ def format_status(status: Any, *, running: bool = False) -> str:
     if running:
         lines.append("an index run is in progress")
     return "\n".join(lines)
+
+
+def secrets_line(status: Any) -> str | None:
+    """`a.pem, credentials.json (never indexed; ...)`, or None when no file was skipped as a secret."""
+    names = list(getattr(status, "secrets", ()))
+    if not names:
+        return None
+    total = status.skipped.get("secret", len(names))
+    more = f" and {total - len(names)} more" if total > len(names) else ""
+    return f"{', '.join(names)}{more} (never indexed; the includeSecrets setting brings one back)"
 
 
 def literal_line(reason: str) -> str:

@@ -102,7 +102,13 @@ class Indexer:
 
     def _rules_key(self) -> tuple[object, ...]:
         cfg = self.config
-        return (cfg.include, cfg.additional_include, cfg.exclude, cfg.indexing.max_file_size)
+        return (
+            cfg.include,
+            cfg.additional_include,
+            cfg.exclude,
+            cfg.include_secrets,
+            cfg.indexing.max_file_size,
+        )
 
     def _new_rules(self) -> discovery.FileRules:
         cfg = self.config
@@ -112,6 +118,7 @@ class Indexer:
             additional_include=cfg.additional_include,
             exclude=cfg.exclude,
             max_file_size=cfg.indexing.max_file_size,
+            include_secrets=cfg.include_secrets,
         )
 
     def discover(self) -> discovery.DiscoveryResult:
@@ -281,6 +288,9 @@ class Indexer:
         made = rules.generated(entry.path, text)
         if made is not None:
             return SkippedRow(entry.path, "generated", made)
+        secret = rules.secret(entry.path, text)
+        if secret is not None:
+            return SkippedRow(entry.path, "secret", secret)
         key = content_key(language, text)
         row = FileRow(entry.path, entry.size, entry.mtime_ns, entry.inode, key, language)
         if old is not None and old[3] == key and not force:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import msgspec
 
-from .config import Config, knowledge_base_paths
+from .config import CONFIG_FILE_NAME, Config, default_global_dir, knowledge_base_paths, knowledge_base_roots
 from .store import Store
+from .trust import sensitive_folder
 
 CATALOG_PREFIX = "kb:"
 META_KEY = "knowledge_bases"
@@ -55,7 +56,8 @@ def list_knowledge_bases(root: Path, config: Config, store: Store | None) -> lis
     """Configured ones first, then added ones; duplicates dropped; labels made unique."""
     entries: list[tuple[str, str]] = [(str(p), "config") for p in knowledge_base_paths(root, config)]
     if store is not None:
-        entries += [(p, "added") for p in _added(store)]
+        # One added by an older version before such folders were refused is left out (`kb remove` drops it).
+        entries += [(p, "added") for p in _added(store) if sensitive_folder(Path(p)) is None]
     seen: set[str] = set()
     used_labels: dict[str, int] = {}
     out: list[KnowledgeBase] = []
@@ -71,16 +73,32 @@ def list_knowledge_bases(root: Path, config: Config, store: Store | None) -> lis
     return out
 
 
-def validate(root: Path, raw: str) -> Path:
-    """The absolute folder for `raw` (relative paths are taken from the project root), or why not."""
+def validate(root: Path, raw: str, *, agent: bool = False, config: Config | None = None) -> Path:
+    """The absolute folder for `raw` (relative paths are taken from the project root), or why not.
+
+    System folders, credential stores and the home folder are refused whoever asks. An agent (`agent`:
+    a tool call, which a prompt-injected model may make) may add only folders inside the project or
+    inside the configuration's `knowledgeBaseRoots`; the user adds any other with the CLI."""
     if not raw.strip():
         raise KnowledgeBaseError("the knowledge base path is empty")
     path = (root / Path(raw).expanduser()).resolve()
+    why = sensitive_folder(path)
+    if why is not None:
+        raise KnowledgeBaseError(f"refused: {raw} is never indexed ({why})")
+    root = root.resolve()
+    if agent:
+        allowed = [root, *(knowledge_base_roots(root, config) if config is not None else [])]
+        if not any(path == a or a in path.parents for a in allowed):
+            user_file = default_global_dir() / CONFIG_FILE_NAME
+            raise KnowledgeBaseError(
+                f"refused: an agent may add only folders inside the project or inside knowledgeBaseRoots "
+                f"of your own configuration ({user_file}); to index {raw} yourself, run "
+                f"`codebase-index kb add {raw}` in the project"
+            )
     if not path.exists():
         raise KnowledgeBaseError(f"knowledge base {path} does not exist")
     if not path.is_dir():
         raise KnowledgeBaseError(f"knowledge base {path} is not a directory")
-    root = root.resolve()
     if path == root or root in path.parents:
         raise KnowledgeBaseError(f"{path} is inside the project, which is indexed already")
     if path in root.parents:
@@ -90,10 +108,12 @@ def validate(root: Path, raw: str) -> Path:
     return path
 
 
-def add(root: Path, config: Config, store: Store, raw: str) -> tuple[KnowledgeBase, bool]:
+def add(
+    root: Path, config: Config, store: Store, raw: str, *, agent: bool = False
+) -> tuple[KnowledgeBase, bool]:
     """Register a folder (caller holds the writer lock and a transaction); returns it and whether it
-    was new."""
-    path = validate(root, raw)
+    was new. `agent`: the request comes from a tool call (see `validate`)."""
+    path = validate(root, raw, agent=agent, config=config)
     for kb in list_knowledge_bases(root, config, store):
         if kb.path == str(path):
             return kb, False

@@ -26,7 +26,9 @@ ChunkKind = Literal[
 ]
 CHUNK_KINDS: tuple[str, ...] = ChunkKind.__args__  # type: ignore[attr-defined]
 
-SkipReason = Literal["ignored", "too-large", "binary", "unreadable", "unsupported", "generated", "error"]
+SkipReason = Literal[
+    "ignored", "too-large", "binary", "unreadable", "unsupported", "generated", "secret", "error"
+]
 SKIP_REASONS: tuple[str, ...] = SkipReason.__args__  # type: ignore[attr-defined]
 
 

@@ -122,9 +122,11 @@ def _write_records(global_dir: Path, files: dict[str, str]) -> None:
         raise
 
 
-def trust(root: Path | str, global_dir: Path) -> str:
-    """Trust the project's configuration file as it is now; returns the digest recorded."""
-    data = read_project_file(root)
+def trust(root: Path | str, global_dir: Path, data: bytes | None = None) -> str:
+    """Trust the project's configuration file as it is now (or as `data`, the bytes the user was shown:
+    if the file changed since, the record does not match it); returns the digest recorded."""
+    if data is None:
+        data = read_project_file(root)
     if data is None:
         raise TrustError(f"{Path(root)} has no {'/'.join(PROJECT_CONFIG_PARTS)} to trust")
     files = _records(global_dir)
@@ -140,3 +142,82 @@ def untrust(root: Path | str, global_dir: Path) -> bool:
         return False
     _write_records(global_dir, files)
     return True
+
+
+# Folders never indexed, whoever asks: the system's, and the user's credential stores (keys, tokens,
+# cloud and registry logins, keychains, browser profiles). A folder inside one or containing one (the
+# home folder, `/`) is refused too.
+SYSTEM_FOLDERS = (
+    "/etc",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/boot",
+    "/run",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/var/lib",
+    "/var/log",
+    "/var/run",
+    "/var/db",
+    "/var/spool",
+    "/var/mail",
+    "/private/etc",
+    "/private/var/db",
+    "/System",
+    "/Library",
+)
+CREDENTIAL_STORES = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".config/opencode",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".mozilla",
+    ".password-store",
+    ".local/share/keyrings",
+    ".pki",
+    ".terraform.d",
+    "Library/Keychains",
+)
+
+
+def _relation(path: Path, folder: Path) -> str | None:
+    """How `path` relates to `folder`: "is", "is inside", "contains", or None."""
+    if path == folder:
+        return "is"
+    if folder in path.parents:
+        return "is inside"
+    if path in folder.parents:
+        return "contains"
+    return None
+
+
+def sensitive_folder(path: Path, home: Path | None = None) -> str | None:
+    """Why `path` (absolute, resolved) may never be indexed, or None. The home folder itself and
+    anything containing it is refused; folders inside it are fine unless they hold credentials."""
+    home = (home or Path.home()).resolve()
+    if path == home or path in home.parents:
+        return "the home folder" if path == home else f"it contains the home folder ({home})"
+    for name in CREDENTIAL_STORES:
+        store = home / name
+        relation = _relation(path, store)
+        if relation:
+            return f"it {relation} a credential store ({store})"
+    for system in SYSTEM_FOLDERS:
+        relation = _relation(path, Path(system))
+        if relation:
+            return f"it {relation} a system folder ({system})"
+    return None

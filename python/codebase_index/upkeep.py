@@ -162,6 +162,7 @@ def estimate(
         additional_include=config.additional_include,
         exclude=config.exclude,
         max_file_size=config.indexing.max_file_size,
+        include_secrets=config.include_secrets,
     )
     found = rules.walk()
     skipped = Counter(s.reason for s in found.skipped)
@@ -202,6 +203,9 @@ def estimate(
             continue
         if rules.generated(entry.path, text) is not None:
             skipped["generated"] += 1
+            continue
+        if rules.secret(entry.path, text) is not None:
+            skipped["secret"] += 1
             continue
         try:
             spans = chunk_text(entry.path, text, language_for_path(entry.path) or "text")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import knowledge, problems, repair, upkeep
-from ..config import Config, index_dir, load_config
+from ..config import Config, index_dir, load_config_report
 from ..embedder import META_MODEL, EmbedProgressFn, EmbedReport, switch_model
 from ..git import BranchReader
 from ..graph.extractor import ExtractReport
@@ -65,7 +65,13 @@ class Engine:
         if not self.root.is_dir():
             raise FileNotFoundError(f"project root {root} is not a directory")
         self._branch_reader = BranchReader(self.root)
-        self.config = config if config is not None else load_config(self.root)
+        # Settings an untrusted project file asked for and did not get (config.withhold_untrusted): said
+        # in status, index output and tool answers. A config passed in is the caller's own.
+        self.config_notice: str | None = None
+        if config is None:
+            loaded = load_config_report(self.root)
+            config, self.config_notice = loaded.config, loaded.notice()
+        self.config = config
         self.index_dir = index_path.resolve() if index_path else index_dir(self.root, self.config)
         self.workers = workers if workers is not None else max(1, min(2, os.cpu_count() or 1))
         self._store: Store | None = None
@@ -254,11 +260,14 @@ class Engine:
             out[kb.label] = self.indexer(Path(kb.path)).run(kb.catalog, force=force, progress=progress).files
         return out
 
-    def add_knowledge_base(self, path: str) -> tuple[knowledge.KnowledgeBase, IndexReport]:
-        """Register a folder and index it at once; re-adding a known one just re-indexes it."""
+    def add_knowledge_base(
+        self, path: str, *, agent: bool = False
+    ) -> tuple[knowledge.KnowledgeBase, IndexReport]:
+        """Register a folder and index it at once; re-adding a known one just re-indexes it. `agent`: asked
+        by a tool call, which may add only folders the project or the configuration already covers."""
         store = self.store
         with store.write_lock(timeout=3.0), store.transaction():
-            kb, _ = knowledge.add(self.root, self.config, store, path)
+            kb, _ = knowledge.add(self.root, self.config, store, path, agent=agent)
         report = self.indexer(Path(kb.path)).run(kb.catalog)
         return kb, report
 

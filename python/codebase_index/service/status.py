@@ -53,6 +53,11 @@ class IndexStatus(msgspec.Struct):
     # Why the exact-literal index (FTS5 trigram) does not answer, None when it does: without it, exact
     # text is looked for among the best keyword candidates only.
     literal_index: str | None = None
+    # Settings of an untrusted project configuration file that are not used, and how to trust it.
+    config_notice: str | None = None
+    # Files skipped as secrets (credentials by name or content), the first STATUS_ERRORS of them; all
+    # are counted in `skipped["secret"]`.
+    secrets: list[str] = msgspec.field(default_factory=list)
 
 
 class GraphStatus(msgspec.Struct):
@@ -85,6 +90,7 @@ def status(engine: Engine) -> IndexStatus:
             skipped={},
             size_bytes=0,
             last_indexed_at=None,
+            config_notice=engine.config_notice,
         )
     store = engine.store
     counts = store.counts(branch)
@@ -133,4 +139,6 @@ def status(engine: Engine) -> IndexStatus:
         graph=graph,
         dependencies=engine.dependency_health(),
         literal_index=literal_index.status(store),
+        config_notice=engine.config_notice,
+        secrets=[s.path for s in skipped if s.reason == "secret"][:STATUS_ERRORS],
     )

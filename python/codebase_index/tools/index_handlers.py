@@ -196,7 +196,7 @@ def _change_knowledge_bases(rt: Runtime, change: Callable[[Engine], T]) -> T:
 
 def handle_kb_add(rt: Runtime, p: AddKnowledgeBaseParams, call: CallContext) -> ToolResult:
     def add(engine: Engine) -> tuple[KnowledgeBase, IndexReport]:
-        found = engine.add_knowledge_base(p.path)
+        found = engine.add_knowledge_base(p.path, agent=True)
         rt.index_runs += 1
         return found
 

@@ -284,6 +284,8 @@ def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | N
         ctx.check_cancelled()
         result = spec.handler(rt, params, ctx)
         ok = True
+        if rt.config_notice:
+            result.text = f"note: {rt.config_notice}\n{result.text}"
         return result
     except ToolError:
         raise

@@ -175,6 +175,10 @@ class Runtime:
     def __init__(self, root: Path, *, index_dir: Path | None = None, logs: LogBuffer | None = None) -> None:
         self.root = root.resolve()
         self.index_dir, self.config_error = default_index_dir(self.root, index_dir)
+        from ..config import config_notice
+
+        # Settings of an untrusted project file that are not used: one line in every answer.
+        self.config_notice = config_notice(self.root)
         self.metrics = Metrics()
         self.logs = logs or LogBuffer()
         self.read_lock = threading.Lock()
