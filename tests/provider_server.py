@@ -84,6 +84,7 @@ class FakeProviderServer:
     base_url: str = ""
     requests: list[Recorded] = field(default_factory=list)
     max_in_flight: int = 0
+    connections: int = 0  # TCP connections accepted, whatever was (or was not) sent on them
     _faults: deque[Fault] = field(default_factory=deque)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _cond: threading.Condition = field(init=False)
@@ -249,6 +250,12 @@ def _make_handler(server: FakeProviderServer) -> type[BaseHTTPRequestHandler]:
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    state: FakeProviderServer
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        with self.state._lock:
+            self.state.connections += 1
+        return True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # Clients that time out hang up mid-request; that is the scenario, not a server bug.
@@ -260,6 +267,7 @@ def serve(**options: Any) -> Iterator[FakeProviderServer]:
     """Run a FakeProviderServer on 127.0.0.1 with an OS-chosen port for the duration of the block."""
     state = FakeProviderServer(**options)
     httpd = _QuietServer(("127.0.0.1", 0), _make_handler(state))
+    httpd.state = state
     state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()

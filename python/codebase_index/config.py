@@ -446,10 +446,15 @@ class ConfigLoad(msgspec.Struct, frozen=True):
 
     config: Config
     withheld: tuple[str, ...] = ()
+    refused: tuple[str, ...] = ()  # settings refused whoever wrote them (a knowledge base in ~/.ssh)
 
     def notice(self) -> str | None:
-        """One line for status, index output and tool answers, or None when nothing was withheld."""
-        return untrusted_notice(self.withheld)
+        """One line for status, index output and tool answers, or None when nothing was left out."""
+        parts = [f"refused: {r}" for r in self.refused]
+        untrusted = untrusted_notice(self.withheld)
+        if untrusted:
+            parts.append(untrusted)
+        return "; ".join(parts) or None
 
 
 def untrusted_notice(withheld: tuple[str, ...]) -> str | None:
@@ -574,11 +579,17 @@ def load_config_report(root: Path | str, *, global_dir: Path | None = None) -> C
     except msgspec.ValidationError as exc:  # each file passed alone; kept for safety
         raise ConfigError(f"{' + '.join(used)}: {_validation_message(exc)}") from exc
     _check_combination(config, " + ".join(used) or "defaults")
+    refused: list[str] = []
+    kept: list[str] = []
     for raw, path in zip(config.knowledge_bases, knowledge_base_paths(root, config), strict=True):
         why = sensitive_folder(path)
-        if why is not None:
-            raise ConfigError(f"{' + '.join(used)}: knowledgeBases: refused: {raw} is never indexed ({why})")
-    return ConfigLoad(config, withheld)
+        if why is None:
+            kept.append(raw)
+        else:
+            refused.append(f"knowledgeBases: {raw} is never indexed ({why})")
+    if refused:  # the rest of the configuration still works; the refusal is said where the notice goes
+        config = msgspec.structs.replace(config, knowledge_bases=tuple(kept))
+    return ConfigLoad(config, withheld, tuple(refused))
 
 
 def trust_preview(root: Path | str) -> tuple[bytes, tuple[str, ...]]:
