@@ -22,8 +22,15 @@ try {
 }
 // `codebase-index install` writes this package's MCP bin into the agents' configuration.
 const launcher = JSON.stringify([process.execPath, path.join(packageRoot, "bin", "codebase-index-mcp.mjs")]);
-const env = { ...process.env, CODEBASE_INDEX_MCP_LAUNCHER: launcher };
-const child = spawn(python, ["-m", "codebase_index.cli", ...args], { stdio: "inherit", env });
+// The CLI runs in the caller's folder (its default project), which may be an untrusted repository:
+// `python -m` would put that folder first on sys.path, so its `argparse.py` would run instead of the
+// standard library's. RUN_CLI drops the working folder from sys.path before importing anything that is
+// not built in; PYTHONSAFEPATH does the same for Python >= 3.11 and its multiprocessing children.
+const RUN_CLI =
+  "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; import runpy; " +
+  "runpy.run_module('codebase_index.cli', run_name='__main__', alter_sys=True)";
+const env = { ...process.env, CODEBASE_INDEX_MCP_LAUNCHER: launcher, PYTHONSAFEPATH: "1" };
+const child = spawn(python, ["-c", RUN_CLI, ...args], { stdio: "inherit", env });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(signal ? 128 + 1 : (code ?? 1)));
 child.on("error", (error) => {

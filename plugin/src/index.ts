@@ -11,7 +11,7 @@ import type { Plugin } from "@opencode-ai/plugin";
 
 import { ensureEngine } from "./bootstrap.js";
 import { loadCommands } from "./commands.js";
-import { choosePython, parseSettings, readProjectSettings } from "./config.js";
+import { type Notice, resolveSettings } from "./config.js";
 import { SidecarClient, SidecarError } from "./sidecar.js";
 import { buildTools } from "./tools.js";
 
@@ -23,14 +23,16 @@ export const CodebaseIndexPlugin: Plugin = async (input, options) => {
   const project = input.worktree && input.worktree !== "/" ? input.worktree : input.directory;
   let client: SidecarClient | undefined;
 
+  // The note line for every tool answer when the project file's pythonPath/serveArgs were withheld (config.ts).
+  let notice: Notice | undefined;
+
   const getClient = (): SidecarClient => {
     if (client) return client;
-    const settings = parseSettings(options);
-    const { settings: projectSettings, error } = readProjectSettings(project);
+    const resolved = resolveSettings({ project, pluginRepo: REPO_ROOT, options, env: process.env });
+    notice = resolved.notice;
     // Never guess past a broken settings file: it may hold the pythonPath this project needs.
-    if (error) throw new SidecarError("config", `${error}. Fix the file (JSON with comments is fine) and retry.`);
-    const merged = { ...projectSettings, ...settings };
-    const choice = choosePython({ project, pluginRepo: REPO_ROOT, options: settings, projectSettings, env: process.env });
+    if (resolved.error) throw new SidecarError("config", `${resolved.error}. Fix the file (JSON with comments is fine) and retry.`);
+    const { choice, settings } = resolved;
     client = new SidecarClient({
       python: choice.python,
       pythonSource: choice.source,
@@ -41,11 +43,11 @@ export const CodebaseIndexPlugin: Plugin = async (input, options) => {
           }
         : undefined,
       project,
-      extraArgs: merged.serveArgs,
-      timeouts: { ...projectSettings.timeouts, ...settings.timeouts },
-      initializeTimeoutMs: merged.initializeTimeoutMs,
-      backoffBaseMs: merged.backoffBaseMs,
-      backoffCapMs: merged.backoffCapMs,
+      extraArgs: settings.serveArgs,
+      timeouts: settings.timeouts,
+      initializeTimeoutMs: settings.initializeTimeoutMs,
+      backoffBaseMs: settings.backoffBaseMs,
+      backoffCapMs: settings.backoffCapMs,
       clientName: "opencode",
     });
     return client;
@@ -62,7 +64,7 @@ export const CodebaseIndexPlugin: Plugin = async (input, options) => {
   };
 
   return {
-    tool: buildTools(getClient),
+    tool: buildTools(getClient, undefined, () => notice),
 
     config: async (cfg) => {
       const commands = loadCommands(path.join(REPO_ROOT, "commands"));

@@ -7,8 +7,18 @@
  * is meant to be shown to the model or user as is.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 export const PROTOCOL_VERSION = 1;
+
+/**
+ * Where the sidecar runs: this module's own folder (plugin/dist, only .js files), never the project.
+ * `python -m` puts the working folder first on sys.path, and so do the `-c` children that
+ * multiprocessing's spawn start method launches, so a project folder there would let a repository's
+ * `argparse.py` or `multiprocessing/__init__.py` run in place of the standard library's.
+ */
+export const SIDECAR_CWD = path.dirname(fileURLToPath(import.meta.url));
 
 /** What `initialize` returns; only the fields the plugin relies on are typed. */
 export interface InitializeResult {
@@ -50,7 +60,9 @@ export interface SidecarOptions {
   /** Where the interpreter came from, for error messages ("env CODEBASE_INDEX_PYTHON", ...). */
   pythonSource?: string;
   project: string;
-  /** Extra arguments after `--project <project>` (e.g. `--index-dir DIR`). */
+  /** The sidecar's working folder (default SIDECAR_CWD); never the project, which is untrusted content. */
+  cwd?: string;
+  /** Extra arguments after `--project <project>` (e.g. `--index-dir DIR`; give paths absolute). */
   extraArgs?: string[];
   env?: Record<string, string | undefined>;
   clientName?: string;
@@ -379,8 +391,9 @@ export class SidecarClient {
       let child: ChildProcessWithoutNullStreams;
       try {
         child = spawn(this.opts.python, args, {
-          cwd: this.opts.project,
-          env: { ...process.env, PYTHONUNBUFFERED: "1", ...(this.opts.env ?? {}) },
+          cwd: this.opts.cwd ?? SIDECAR_CWD,
+          // PYTHONSAFEPATH (3.11+): no working folder on sys.path at all, in the sidecar or its children.
+          env: { ...process.env, PYTHONUNBUFFERED: "1", PYTHONSAFEPATH: "1", ...(this.opts.env ?? {}) },
           stdio: ["pipe", "pipe", "pipe"],
         });
       } catch (error) {

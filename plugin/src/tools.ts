@@ -4,6 +4,7 @@
 import type { ToolContext, ToolDefinition } from "@opencode-ai/plugin";
 import { z } from "zod";
 
+import { type Notice, UNTRUSTED_OPENING } from "./config.js";
 import { TOOL_DEFINITIONS, toolArgs } from "./generated/tools.js";
 import { argsShape } from "./schema.js";
 import { NOT_INDEXED, SidecarError, type SidecarClient } from "./sidecar.js";
@@ -117,8 +118,26 @@ export async function runTool(
   }
 }
 
-/** `{toolName: definition}` for OpenCode's `tool` hook; the sidecar is only started by a call. */
-export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = generatedToolSpecs()): Record<string, ToolDefinition> {
+/**
+ * `output` with the plugin's note line on top (`note: ...`, the engine's form), unless the answer already
+ * carries the engine's note on the same file naming every key the plugin's names: one line, not two.
+ */
+export function withNotice(output: string, notice: Notice | undefined): string {
+  if (!notice) return output;
+  const named = (line: string): boolean =>
+    line.includes(UNTRUSTED_OPENING) && notice.keys.every((key) => new RegExp(`\\b${key}\\b`).test(line));
+  return output.split("\n").some(named) ? output : `note: ${notice.line}\n${output}`;
+}
+
+/**
+ * `{toolName: definition}` for OpenCode's `tool` hook; the sidecar is only started by a call. `notice`
+ * gives the line every answer carries while settings of an untrusted project file are withheld.
+ */
+export function buildTools(
+  getClient: () => SidecarClient,
+  specs: ToolSpec[] = generatedToolSpecs(),
+  notice: () => Notice | undefined = () => undefined,
+): Record<string, ToolDefinition> {
   const out: Record<string, ToolDefinition> = {};
   for (const spec of specs) {
     // The literal `tool()` of @opencode-ai/plugin returns (it is the identity), built without importing it.
@@ -131,9 +150,11 @@ export function buildTools(getClient: () => SidecarClient, specs: ToolSpec[] = g
           client = getClient();
         } catch (error) {
           const kind = error instanceof SidecarError ? error.kind : "internal";
-          return { title: spec.name, output: describeFailure(spec.name, spec.method, error), metadata: { error: kind } };
+          const output = withNotice(describeFailure(spec.name, spec.method, error), notice());
+          return { title: spec.name, output, metadata: { error: kind } };
         }
-        return await runTool(client, spec, args as Record<string, unknown>, ctx);
+        const answer = await runTool(client, spec, args as Record<string, unknown>, ctx);
+        return { ...answer, output: withNotice(answer.output, notice()) };
       },
     };
     out[spec.name] = definition;

@@ -44,7 +44,7 @@ rl.on("line", (line) => {
   }
   switch (msg.method) {
     case "initialize":
-      reply(msg.id, { name: "fake", version: "0.0.1", protocolVersion: 1, tools, index: { args } });
+      reply(msg.id, { name: "fake", version: "0.0.1", protocolVersion: 1, tools, index: { args, cwd: process.cwd(), safePath: process.env.PYTHONSAFEPATH ?? null } });
       break;
     case "search":
       if (mode === "hang-search") return;

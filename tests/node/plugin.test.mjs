@@ -8,9 +8,10 @@ import { tool } from "@opencode-ai/plugin";
 
 import * as entry from "../../plugin/dist/index.js";
 import { TOOL_DEFINITIONS } from "../../plugin/dist/generated/tools.js";
-import { fakePython, received, REPO, tempDir, toolContext, waitFor } from "./helpers.mjs";
+import { fakePython, isolateUserConfig, received, REPO, tempDir, toolContext, trustProjectFile, waitFor } from "./helpers.mjs";
 
 const z = tool.schema;
+const CONFIG_DIR = isolateUserConfig();
 const { CodebaseIndexPlugin } = entry;
 
 async function load(t, options = {}, project = tempDir(t)) {
@@ -121,7 +122,7 @@ test("a missing Python becomes a readable tool output naming the fix", async (t)
   assert.equal(out.metadata.error, "spawn");
 });
 
-test("a hung sidecar becomes a readable timeout, and pythonPath can come from .opencode/codebase-index.json", async (t) => {
+test("a hung sidecar becomes a readable timeout, and pythonPath can come from a trusted .opencode/codebase-index.json", async (t) => {
   const dir = tempDir(t);
   const project = tempDir(t);
   mkdirSync(path.join(project, ".opencode"));
@@ -130,6 +131,7 @@ test("a hung sidecar becomes a readable timeout, and pythonPath can come from .o
     // JSONC, as the engine accepts it: a comment and trailing commas must not lose pythonPath.
     `{\n  // the interpreter for this project\n  "pythonPath": ${JSON.stringify(fakePython(dir, "hang-search"))},\n  "timeouts": { "search": 300, },\n}\n`,
   );
+  trustProjectFile(CONFIG_DIR, project);
   const { hooks } = await load(t, {}, project);
   const out = await hooks.tool.codebase_search.execute({ query: "x" }, toolContext().ctx);
   assert.match(out.output, /^codebase_search failed: the codebase-index sidecar did not answer `search` within 300ms/);
@@ -151,6 +153,7 @@ test("a settings file the plugin cannot parse is reported on every call until it
     assert.equal(out.metadata.error, "config");
   }
   writeFileSync(file, `{ "pythonPath": ${JSON.stringify(fakePython(dir))}, /* fixed */ }`);
+  trustProjectFile(CONFIG_DIR, project);
   const fixed = await hooks.tool.index_status.execute({}, toolContext().ctx);
   assert.equal(fixed.output, "fake status");
 });

@@ -2,8 +2,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { backoffDelay, SidecarClient, SidecarError } from "../../plugin/dist/sidecar.js";
-import { fakePython, received, tempDir, waitFor } from "./helpers.mjs";
+import path from "node:path";
+
+import * as sidecar from "../../plugin/dist/sidecar.js";
+import { fakePython, received, REPO, tempDir, waitFor } from "./helpers.mjs";
+
+const { backoffDelay, SidecarClient, SidecarError } = sidecar;
 
 function client(t, python, extra = {}) {
   const c = new SidecarClient({ python, project: t.dir, backoffBaseMs: 10, backoffCapMs: 50, ...extra });
@@ -26,6 +30,17 @@ test("starts lazily, initializes with --project, and matches out-of-order answer
   assert.deepEqual(methods, ["initialize", "search", "search"]);
   assert.ok(c.stderr.some((line) => line.includes("fake sidecar started")));
   assert.ok(c.stderr.some((line) => line.includes("stray non-JSON line")));
+});
+
+test("the sidecar runs outside the project, with no working folder on sys.path (a repository's argparse.py must not run)", async (t) => {
+  t.dir = tempDir(t);
+  const c = client(t, fakePython(t.dir));
+  await c.ensureStarted();
+  const { cwd, safePath } = c.serverInfo.index;
+  assert.equal(cwd, sidecar.SIDECAR_CWD);
+  assert.equal(cwd, path.join(REPO, "plugin", "dist"));
+  assert.ok(!cwd.startsWith(t.dir), `the sidecar ran in ${cwd}, inside the project`);
+  assert.equal(safePath, "1", "PYTHONSAFEPATH keeps the working folder off sys.path in the sidecar and its children");
 });
 
 test("relays $/progress to the caller and rpc errors keep their code", async (t) => {

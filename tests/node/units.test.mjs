@@ -30,22 +30,25 @@ test("stripJsonc reads the settings file like the engine's strip_jsonc", (t) => 
   assert.deepEqual(JSON.parse(stripJsonc('{"u": "http://h/*x*/", "s": "a,]",}')), { u: "http://h/*x*/", s: "a,]" });
   assert.throws(() => stripJsonc('{\n"a": 1 /* open'), /line 2: unterminated \/\* comment/);
   const project = tempDir(t);
-  assert.deepEqual(readProjectSettings(project), { settings: {} }, "no file is no settings, not an error");
+  const env = { XDG_CONFIG_HOME: path.join(project, "no-config") };
+  assert.deepEqual(readProjectSettings(project, env), { settings: {}, trusted: false, withheld: [] }, "no file is no settings, not an error");
   mkdirSync(path.join(project, ".opencode"));
-  writeFileSync(path.join(project, ".opencode", "codebase-index.json"), '{\n  // local venv\n  "pythonPath": "/v/bin/python",\n}');
-  assert.deepEqual(readProjectSettings(project), { settings: { pythonPath: "/v/bin/python" } });
+  writeFileSync(path.join(project, ".opencode", "codebase-index.json"), '{\n  // local venv\n  "pythonPath": "/v/bin/python",\n  "backoffCapMs": 9,\n}');
+  assert.deepEqual(readProjectSettings(project, env), { settings: { backoffCapMs: 9 }, trusted: false, withheld: ["pythonPath"] }, "untrusted: pythonPath withheld");
   writeFileSync(path.join(project, ".opencode", "codebase-index.json"), "[1]");
-  assert.match(readProjectSettings(project).error, /top level must be an object/);
+  assert.match(readProjectSettings(project, env).error, /top level must be an object/);
 });
 
-test("choosePython follows option > env > project file > venvs with the package > python3", () => {
+test("choosePython follows option > env > (trusted) project file > user file > the clone's venv with the package > engine set-up", () => {
   const base = { project: "/proj", pluginRepo: "/repo", options: {}, projectSettings: {}, env: {}, exists: () => true, hasPackage: () => true };
   assert.deepEqual(choosePython({ ...base, options: { pythonPath: "/opt/py" }, env: { CODEBASE_INDEX_PYTHON: "/env/py" } }), { python: "/opt/py", source: "plugin option pythonPath" });
   assert.equal(choosePython({ ...base, env: { CODEBASE_INDEX_PYTHON: "/env/py" }, projectSettings: { pythonPath: "/file/py" } }).python, "/env/py");
   assert.equal(choosePython({ ...base, projectSettings: { pythonPath: "tools/venv/bin/python" } }).python, "/proj/tools/venv/bin/python");
   assert.equal(choosePython({ ...base, projectSettings: { pythonPath: "python3.12" } }).python, "python3.12");
-  assert.equal(choosePython(base).python, "/proj/.venv/bin/python");
-  assert.equal(choosePython({ ...base, hasPackage: (venv) => venv === "/repo/.venv" }).python, "/repo/.venv/bin/python");
+  assert.equal(choosePython({ ...base, projectSettings: { pythonPath: "/file/py" }, userSettings: { pythonPath: "/user/py" } }).python, "/file/py");
+  assert.equal(choosePython({ ...base, userSettings: { pythonPath: "/user/py" } }).python, "/user/py");
+  assert.equal(choosePython(base).python, "/repo/.venv/bin/python", "never the project's own .venv");
+  assert.equal(choosePython({ ...base, hasPackage: (venv) => venv === "/proj/.venv" }).bootstrap, true);
   assert.equal(choosePython({ ...base, exists: () => false }).bootstrap, true, "nothing found: set up the engine environment");
 });
 
