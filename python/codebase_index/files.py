@@ -9,6 +9,9 @@ Contract with the service layer:
   another encoding than UTF-8 is decoded, see `decode_text`) and "unreadable" (permissions, vanished,
   not a regular file) are decided. The service records the `SkippedFile` it returns next to the ones
   `discover()` produced.
+* `read_inside()` is the one read of answers (and of the indexer and graph extractor): a regular file
+  under the root reached without following any link, size-bounded; a file swapped after indexing for a
+  link, FIFO, device or folder is refused with a reason, never read.
 
 Decisions worth knowing (the rules themselves, one path at a time, are in `patterns`):
 
@@ -52,6 +55,7 @@ from .patterns import (
 __all__ = ["LOCK_FILES", "MINIFIED_SUFFIXES"]  # re-exported: older callers import them from here
 
 BINARY_SNIFF_BYTES = 8192
+DEFAULT_MAX_FILE_SIZE = 1_048_576  # indexing.maxFileSize's default: the bound of a read without a config
 
 
 class DiscoveryResult(msgspec.Struct):
@@ -229,8 +233,11 @@ class FileRules:
         return DiscoveryResult(files=files, skipped=skipped)
 
     def check(self, rel_path: str) -> DiscoveredFile | SkippedFile | None:
-        """What discovery would say about one file; None when it does not exist (or is a folder)."""
+        """What discovery would say about one file; None when it does not exist (or is a folder), or
+        when the walk would never reach it (`..`, or a link on the way: see `walkable`)."""
         rel = rel_path.replace(os.sep, "/").strip("/")
+        if not walkable(self.root, rel):
+            return None
         abs_path = os.path.join(self.root, rel)
         try:
             st = os.lstat(abs_path)
@@ -261,6 +268,24 @@ class FileRules:
         if rejected is not None:
             return rejected
         return DiscoveredFile(rel, abs_path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def walkable(root: str, rel: str) -> bool:
+    """Whether the walk could reach `rel` under `root`: a plain relative path (no `..`, `.` or empty
+    part) whose every folder on the way is a real folder, not a link (a link to a folder is never
+    followed, so `linkdir/passwd` for `linkdir -> /etc` is not a project file)."""
+    parts = rel.split("/")
+    if not rel or any(p in ("", ".", "..") for p in parts):
+        return False
+    folder = root
+    for part in parts[:-1]:
+        folder = os.path.join(folder, part)
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
 
 
 def discover(
@@ -349,6 +374,11 @@ def read_text(
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         return SkippedFile(shown, "unreadable", exc.strerror or str(exc))
+    return _read_fd(fd, shown, max_size)
+
+
+def _read_fd(fd: int, shown: str, max_size: int | None) -> str | SkippedFile:
+    """`read_text` on an open descriptor, which it closes: regular files only, at most `max_size` bytes."""
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -375,3 +405,86 @@ def read_text(
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     return text
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+
+
+def open_inside(root: str | os.PathLike[str], rel_path: str) -> int | SkippedFile:
+    """An open descriptor of `root`/`rel_path` that cannot have left the root, or why not.
+
+    Every folder on the way is opened relative to the one before without following a link, and the file
+    itself without following one and without blocking, so a file swapped for a link (to anywhere), a
+    FIFO or a device after indexing is refused, not read. `..`, `.`, empty and absolute paths are
+    refused. The file is looked at (lstat) before it is opened, so only a regular file is opened; the
+    flags keep a swap between the look and the open harmless. The caller closes the descriptor."""
+    rel = rel_path.replace(os.sep, "/")
+    parts = rel.split("/")
+    if rel.startswith("/") or "\x00" in rel or any(p in ("", ".", "..") for p in parts):
+        return SkippedFile(rel_path, "unreadable", "not a path inside the project")
+    try:
+        dir_fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    except OSError as exc:
+        return SkippedFile(rel_path, "unreadable", f"project folder: {exc.strerror or exc}")
+    try:
+        for part in parts[:-1]:
+            try:
+                next_fd = os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+            except OSError as exc:
+                return SkippedFile(rel_path, "unreadable", _open_error(exc, "folder"))
+            os.close(dir_fd)
+            dir_fd = next_fd
+        try:
+            # Looked at before it is opened: a device is never opened (opening one can act on it).
+            st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                return SkippedFile(rel_path, "unreadable", _kind(st.st_mode))
+            return os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd)
+        except OSError as exc:
+            return SkippedFile(rel_path, "unreadable", _open_error(exc, "file"))
+    finally:
+        os.close(dir_fd)
+
+
+def _kind(mode: int) -> str:
+    """What a path is when it is not a regular file, in a skip reason's words."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link (not followed)"
+    if stat.S_ISDIR(mode):
+        return "a folder, not a file"
+    return "not a regular file"
+
+
+def _open_error(exc: OSError, what: str) -> str:
+    """Why `open_inside` refused: a link is named as such (O_NOFOLLOW answers ELOOP, or ENOTDIR for a
+    link to a folder on the way; ELOOP or EMLINK on some BSDs)."""
+    if exc.errno in (errno.ELOOP, errno.EMLINK) or (what == "folder" and exc.errno == errno.ENOTDIR):
+        return f"a symbolic link or not a {what} (not followed)"
+    return exc.strerror or str(exc)
+
+
+def read_inside(root: str | os.PathLike[str], rel_path: str, max_size: int | None) -> str | SkippedFile:
+    """The text of a project file as it is now, for answers: the one read every answer-time read uses.
+
+    Only a regular file inside `root` reached without following any link (`open_inside`), at most
+    `max_size` bytes, decoded as `read_text` decodes; else a SkippedFile saying why (the file changed
+    kind since it was indexed, is gone, grew too large or holds binary data)."""
+    fd = open_inside(root, rel_path)
+    if isinstance(fd, SkippedFile):
+        return fd
+    return _read_fd(fd, rel_path, max_size)
+
+
+def stat_inside(root: str | os.PathLike[str], rel_path: str) -> os.stat_result | None:
+    """`os.stat` of a regular file inside `root` reached as `read_inside` reaches it, else None."""
+    fd = open_inside(root, rel_path)
+    if isinstance(fd, SkippedFile):
+        return None
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return st if stat.S_ISREG(st.st_mode) else None

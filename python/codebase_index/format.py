@@ -7,10 +7,11 @@ Every token a tool returns costs the agent context, so results are one header li
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .files import DEFAULT_MAX_FILE_SIZE, read_inside
 from .models import SearchResult
 
 MAX_CODE_LINES = 40
@@ -38,17 +39,23 @@ def _bounded(lines: Sequence[str], limit: int = MAX_CODE_LINES) -> list[str]:
     return shown
 
 
-def _read_lines(path: Path) -> list[str] | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
+LinesFn = Callable[[str], "list[str] | None"]
 
 
-def code_block(result: SearchResult, *, root: Path, context_lines: int = 0) -> list[str]:
-    """The result's code; with `context_lines`, numbered lines from the file as it is now on disk."""
+def _read_lines(root: Path, path: str) -> list[str] | None:
+    """A file's lines through the one answer-time read (`files.read_inside`); None when it cannot be
+    read so (swapped for a link, FIFO or device, gone, too large)."""
+    text = read_inside(root, path, DEFAULT_MAX_FILE_SIZE)
+    return text.splitlines() if isinstance(text, str) else None
+
+
+def code_block(
+    result: SearchResult, *, root: Path, context_lines: int = 0, lines_of: LinesFn | None = None
+) -> list[str]:
+    """The result's code; with `context_lines`, numbered lines from the file as it is now on disk, read
+    by `lines_of` (the engine's `file_lines`: config-bounded, remembers files to re-index) when given."""
     if context_lines > 0 and result.repo is None:  # another repository's files are not under `root`
-        lines = _read_lines(root / result.path)
+        lines = lines_of(result.path) if lines_of is not None else _read_lines(root, result.path)
         if lines is not None and result.start_line <= len(lines):
             first = max(1, result.start_line - context_lines)
             last = min(len(lines), result.end_line + context_lines)
@@ -59,13 +66,18 @@ def code_block(result: SearchResult, *, root: Path, context_lines: int = 0) -> l
 
 
 def format_search(
-    results: Sequence[SearchResult], *, root: Path, context_lines: int = 0, query: str = ""
+    results: Sequence[SearchResult],
+    *,
+    root: Path,
+    context_lines: int = 0,
+    query: str = "",
+    lines_of: LinesFn | None = None,
 ) -> str:
     if not results:
         return NO_RESULTS.format(query=query)
     blocks = []
     for result in results:
-        body = "\n".join(code_block(result, root=root, context_lines=context_lines))
+        body = "\n".join(code_block(result, root=root, context_lines=context_lines, lines_of=lines_of))
         blocks.append(f"{header(result)}\n{body}" if body else header(result))
     return "\n\n".join(blocks)
 

@@ -280,7 +280,8 @@ class Indexer:
         self, entry: DiscoveredFile, old: tuple[int, int, int, str, str] | None, force: bool
     ) -> _Pending | SkippedRow | None:
         language = language_for_path(entry.path) or TEXT_LANGUAGE
-        text = discovery.read_text(entry.abs_path, entry.path)
+        # Read as answers read: a folder or file swapped for a link since the walk is not followed.
+        text = discovery.read_inside(self.root, entry.path, None)
         if not isinstance(text, str):
             return SkippedRow(entry.path, text.reason, text.detail)
         rules = self._rules or self._new_rules()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +50,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         engine.close()
     if min_score:
         response.results = [r for r in response.results if r.score >= min_score]
-    return _print_results(args, response, query, root=engine.root)
+    return _print_results(args, response, query, root=engine.root, lines_of=engine.file_lines)
 
 
 def _multi_repo(args: argparse.Namespace) -> bool:
@@ -88,7 +89,12 @@ def _search_repos(args: argparse.Namespace, query: str, filters: Filters) -> Sea
 
 
 def _print_results(
-    args: argparse.Namespace, response: SearchResponse, query: str, *, root: Path | None = None
+    args: argparse.Namespace,
+    response: SearchResponse,
+    query: str,
+    *,
+    root: Path | None = None,
+    lines_of: Callable[[str], list[str] | None] | None = None,
 ) -> int:
     from .format import code_block
 
@@ -115,7 +121,7 @@ def _print_results(
         print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
         if context and root is not None:
             # Numbered lines of the file as it is now, `context` lines either side of the chunk.
-            for line in code_block(result, root=root, context_lines=context):
+            for line in code_block(result, root=root, context_lines=context, lines_of=lines_of):
                 print(f"    {line}")
             continue
         lines = (result.content or "").splitlines()

@@ -311,6 +311,12 @@ class Store:
             out.setdefault(r[0], []).append(ChunkRow(*r))
         return out
 
+    def file_chunks(self, branch: str, path: str) -> list[tuple[int, str]]:
+        """(start line, text) of every chunk of one file on `branch`, in order: its indexed content."""
+        query = """SELECT c.start_line, c.text FROM files f JOIN chunks c ON c.content_key = f.content_key
+                   WHERE f.branch = ? AND f.path = ? ORDER BY c.ordinal"""
+        return [(int(r[0]), str(r[1])) for r in self.conn.execute(query, (branch, path))]
+
     def iter_branch_postings(
         self, branch: str
     ) -> Iterator[tuple[int, str, str, int, int, int, str, str, int, bytes, bytes]]:

@@ -88,7 +88,7 @@ def extract_content(item: WorkItem) -> WorkResult:
     rel = paths[0] if paths else "?"
     try:
         for rel in paths:
-            text = discovery.read_text(os.path.join(root, rel), rel)
+            text = discovery.read_inside(root, rel, None)  # no link followed, FIFOs and devices refused
             if not isinstance(text, str) or content_key(language, text) != key:
                 continue
             tree = graph_tree(rel, text, language)

@@ -24,6 +24,7 @@ import numpy as np
 from .. import knowledge, problems, repair, upkeep
 from ..config import Config, index_dir, load_config_report
 from ..embedder import META_MODEL, EmbedProgressFn, EmbedReport, switch_model
+from ..files import read_inside
 from ..git import BranchReader
 from ..graph.extractor import ExtractReport
 from ..graph.refresher import GraphRefresher
@@ -93,6 +94,8 @@ class Engine:
         self._query_vectors_lock = threading.Lock()
         self._search_executor: ThreadPoolExecutor | None = None  # `embedding.beside`
         self._breakers: dict[str, Breaker] = {}
+        self._changed: set[str] = set()  # paths `file_lines` found changed on disk (`take_changed`)
+        self._changed_lock = threading.Lock()
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -460,14 +463,29 @@ class Engine:
         return build_edit_context(self, target, max_tokens=max_tokens)
 
     def file_lines(self, path: str) -> list[str] | None:
-        """A project file's lines as on disk now (None for knowledge-base paths, gone or unreadable)."""
+        """A project file's lines as on disk now, read only through `files.read_inside` (a regular file
+        inside the root, no link followed, size-bounded); None for knowledge-base paths.
+
+        A file that cannot be read so (swapped for a link, FIFO, device or folder since it was indexed,
+        gone, grown too large) answers with its indexed lines instead (None when not indexed) and is
+        remembered for a re-index: `take_changed` hands those paths to the caller that can run one."""
         if path.startswith("kb:"):
             return None
-        try:
-            with open(self.root / path, encoding="utf-8", errors="replace") as handle:
-                return handle.read().splitlines()
-        except OSError:
+        text = read_inside(self.root, path, self.config.indexing.max_file_size)
+        if isinstance(text, str):
+            return text.splitlines()
+        log.info("answering from the index for %s: %s", path, text.detail)
+        with self._changed_lock:
+            self._changed.add(path)
+        if not self.has_index():
             return None
+        return lines_from_chunks(self.store.file_chunks(self.branch(), path))
+
+    def take_changed(self) -> list[str]:
+        """The paths `file_lines` could not read since the last call (each to be re-indexed once)."""
+        with self._changed_lock:
+            changed, self._changed = sorted(self._changed), set()
+        return changed
 
     def context(
         self,
@@ -486,3 +504,17 @@ class Engine:
         return build_context(
             self, query, max_tokens=max_tokens, filters=filters, allow=allow, search=search, own_repo=own_repo
         )
+
+
+def lines_from_chunks(chunks: Sequence[tuple[int, str]]) -> list[str] | None:
+    """A file's lines rebuilt from its stored chunks ((start line, text) pairs); lines no chunk covers
+    stay empty, so line numbers still match. None when there are no chunks."""
+    if not chunks:
+        return None
+    lines: list[str] = []
+    for start, text in chunks:
+        for n, line in enumerate(text.splitlines(), start):
+            if n > len(lines):
+                lines.extend([""] * (n - len(lines)))
+            lines[n - 1] = line
+    return lines

@@ -296,3 +296,4 @@ def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | N
         raise mapped from exc
     finally:
         rt.metrics.record(spec.method, time.perf_counter() - started, ok)
+        rt.reindex_changed()  # files the answer found swapped or gone since they were indexed

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..files import stat_inside
 from ..git import current_branch
 from .protocol import Cancelled, ConfigProblem
 from .schema import IndexSummary
@@ -200,6 +201,8 @@ class Runtime:
         self._embed_request: int | str | None = None
         self._savings: Any = None
         self._repos: LocalBackend | None = None
+        self._changed: set[str] = set()  # paths answers found changed on disk, waiting for a re-index
+        self._changed_thread: threading.Thread | None = None
 
     @property
     def savings(self) -> Any:
@@ -221,10 +224,7 @@ class Runtime:
         def stat(path: str) -> Any:
             if path.startswith("kb:"):
                 return None
-            try:
-                return (self.root / path).stat()
-            except OSError:
-                return None
+            return stat_inside(self.root, path)  # as `Engine.file_lines` reads: no link followed
 
         try:
             return dict(self.savings.record(tool, text, paths, stat))
@@ -429,6 +429,40 @@ class Runtime:
             )
             self.start_embedding()
 
+    def reindex_changed(self) -> None:
+        """Re-index, in the background, the files an answer could not read as indexed (`Engine.
+        take_changed`: swapped for a link, FIFO, device or folder, gone or grown too large)."""
+        reader = self._reader
+        paths = reader.take_changed() if reader is not None else []
+        if not paths:
+            return
+        with self._engines_lock:
+            self._changed.update(paths)
+            if self._changed_thread is not None:
+                return  # the running thread takes them on its next round
+            self._changed_thread = threading.Thread(target=self._reindex_changed_loop, name="reindex-changed")
+            self._changed_thread.daemon = True
+            self._changed_thread.start()
+
+    def _reindex_changed_loop(self) -> None:
+        while True:
+            with self._engines_lock:
+                paths = sorted(self._changed)
+                self._changed.clear()
+                if not paths:
+                    self._changed_thread = None
+                    return
+            try:
+                self.reindex_paths(paths)
+            except Exception as exc:  # the next answer that meets them queues them again
+                log.warning("re-indexing %d changed file(s) failed: %s", len(paths), exc)
+
+    def wait_reindexed(self, timeout: float = 30.0) -> None:
+        """Wait for the re-index `reindex_changed` started (tests, and `close`)."""
+        thread = self._changed_thread
+        if thread is not None:
+            thread.join(timeout)
+
     def reindex_all(self) -> None:
         """Full incremental run under the branch HEAD names now (a checkout, or a polling re-scan)."""
         with self.index_lock:
@@ -445,6 +479,7 @@ class Runtime:
 
     def close(self) -> None:
         self.stop_watcher()
+        self.wait_reindexed()
         self.stop_embedding()
         with self._engines_lock:
             others = list(self._repos.engines.values()) if self._repos is not None else []

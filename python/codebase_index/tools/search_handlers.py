@@ -163,7 +163,13 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
     results = [r for r in response.results if r.score >= min_score]
     call.check_cancelled()
     if defaults.include_context:
-        text = format_search(results, root=rt.root, context_lines=context_lines, query=p.query)
+        text = format_search(
+            results,
+            root=rt.root,
+            context_lines=context_lines,
+            query=p.query,
+            lines_of=rt.reader().file_lines,
+        )
     else:
         text = format_peek(results, query=p.query)
     data = {"query": p.query, "strategy": response.strategy, "results": _hits(results, content=False)}
