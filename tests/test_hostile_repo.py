@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+
 from provider_server import FakeProviderServer, serve
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,11 +42,9 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[P
     (root / "src").mkdir(parents=True)
     (root / "src" / "billing.py").write_text("def charge_invoice(total):\n    return round(total * 1.2, 2)\n")
     (root / "credentials.json").write_text(json.dumps({"token": SECRETS[1]}))
-    (root / "src" / "deploy_keys.py").write_text(
-        'DEPLOY_KEY = """-----BEGIN RSA PRIVATE KEY-----\n'
-        + SECRETS[2]
-        + '\n-----END RSA PRIVATE KEY-----"""\n'
-    )
+    body = "\n".join([SECRETS[2] + "A" * 40, *("Q" * 64 for _ in range(4))])
+    head, tail = "-----BEGIN RSA " + "PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
+    (root / "src" / "deploy_keys.py").write_text(f'DEPLOY_KEY = """{head}\n{body}\n{tail}"""\n')
     (root / ".docker").mkdir()
     (root / ".docker" / "config.json").write_text(json.dumps({"auths": {"x": {"auth": SECRETS[3]}}}))
     marker = tmp_path / "ran"

@@ -3,8 +3,8 @@ recorded and revoked, which folders are never knowledge bases, and which files a
 
 from __future__ import annotations
 
+import base64
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -32,6 +32,12 @@ HOSTILE = {
     "search": {"maxResults": 7},
     "debug": {"enabled": True},
 }
+
+
+def pem(label: str) -> str:
+    """A PEM block shaped like a real key (header, base64 body, footer); random bytes, no key."""
+    body = "\n".join(base64.b64encode(bytes(range(i, i + 48))).decode() for i in range(0, 240, 48))
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n"
 
 
 @pytest.fixture
@@ -205,8 +211,12 @@ def test_secret_names_and_contents() -> None:
     assert secret_name("config.json", ".docker/config.json") is not None
     assert secret_name("config.json", "app/config.json") is None
     assert secret_name("secrets.py", "app/secrets.py") is None  # code about secrets is code
-    assert secret_content('{"type": "service_account", "private_key_id": "1", "private_key": "x"}')
-    assert secret_content("aws_access_key_id = AKIAZ7QR3XW2LMNOP4ST")
+    # Test secrets are assembled at run time, so this file itself holds none (it is indexed in `make demo`).
+    key = pem("PRIVATE KEY")
+    assert secret_content(json.dumps({"type": "service_account", "private_key": key}))  # `\n` escapes
+    assert secret_content(key)
+    assert secret_content(key.split("\n")[0] + "\n(a header alone: a parser's docs)\n") is None
+    assert secret_content("aws_access_key_id = " + "AKIA" + "Z7QR3XW2LMNOP4ST")
     assert secret_content("AKIAIOSFODNN7EXAMPLE is the documented example") is None
     assert secret_content("token = 'ghp_" + "a1B2" * 9 + "'")
     assert secret_content("def rotate_private_key(path): ...") is None
@@ -217,7 +227,7 @@ def test_secret_files_are_skipped_counted_and_brought_back_only_by_trusted_inclu
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("def serve():\n    return 'ok'\n")
     (root / "credentials.json").write_text('{"token": "t"}')
-    (root / "src" / "keys.py").write_text('KEY = """-----BEGIN EC PRIVATE KEY-----\nMHc\n"""\n')
+    (root / "src" / "keys.py").write_text(f'KEY = """{pem("EC PRIVATE KEY")}"""\n')
     found = discover(root)
     assert [f.path for f in found.files] == ["src/app.py", "src/keys.py"]  # by name at discovery
     assert found.skipped_counts()["secret"] == 1
@@ -227,7 +237,7 @@ def test_secret_files_are_skipped_counted_and_brought_back_only_by_trusted_inclu
         assert report.skipped["secret"] == 2  # by content when read
         status = engine.status()
         assert status.secrets == ["credentials.json", "src/keys.py"]
-        assert engine.search("EC PRIVATE KEY MHc", mode="keyword").results == []
+        assert engine.search("EC PRIVATE KEY", mode="keyword").results == []
     finally:
         engine.close()
     # includeSecrets from an untrusted project file is withheld; from the user's own config it counts.

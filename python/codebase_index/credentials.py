@@ -6,9 +6,10 @@ brings one back, and that setting needs trust (config.TRUST_KEYS): a cloned repo
 its own secret files to be sent to a provider.
 
 Names are matched on the file name, except a few well-known paths (a Docker client's `config.json`).
-Content markers are shapes that are credentials by construction, not guesses: PEM private-key blocks,
-Google service-account keys, and the fixed prefixes of AWS, GitHub, Slack and Stripe secrets. AWS's
-documented example key (it ends in EXAMPLE) is not a credential.
+Content markers are shapes that are credentials by construction, not guesses: PEM private-key blocks with
+a body (a Google service-account key holds one in its "private_key"), and the fixed prefixes of AWS,
+GitHub, Slack and Stripe secrets. AWS's documented example key (it ends in EXAMPLE) is not a credential,
+nor is a PEM header on its own (parsers' docs and tests name it).
 """
 
 from __future__ import annotations
@@ -80,14 +81,17 @@ def secret_name(name: str, rel_path: str) -> str | None:
 
 
 # Literal pieces one of which every marker contains: a text with none of them is skipped in one pass.
-_PREFILTER = re.compile(r"PRIVATE KEY|service_account|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abprs]-|sk_live_")
+_PREFILTER = re.compile(r"PRIVATE KEY|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abprs]-|sk_live_")
 _MARKERS = (
-    (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), "a PEM private key"),
+    # A header alone is documentation or a parser's test; a key has a body: optional header lines
+    # (Proc-Type, DEK-Info), then at least three lines of base64, separated by newlines or, inside a JSON
+    # string (a service-account key's "private_key"), by `\n` escapes.
     (
         re.compile(
-            r'"type"\s*:\s*"service_account"[\s\S]{0,4000}?"private_key"|"private_key"[\s\S]{0,4000}?"type"\s*:\s*"service_account"'
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:\s|\\n)+"
+            r"(?:(?:Proc-Type|DEK-Info):[^\n\\]*(?:\s|\\n)+)*(?:[A-Za-z0-9+/=]{40,}(?:\s|\\n)+){3}"
         ),
-        "a Google service-account key",
+        "a PEM private key",
     ),
     (re.compile(r"\b(?:AKIA|ASIA)(?![0-9A-Z]{9}EXAMPLE)[0-9A-Z]{16}\b"), "an AWS access key id"),
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{60,})\b"), "a GitHub token"),
@@ -101,7 +105,10 @@ def secret_content(text: str) -> str | None:
 
     >>> secret_content("key = 'AKIAIOSFODNN7EXAMPLE'") is None
     True
-    >>> secret_content("-----BEGIN OPENSSH PRIVATE KEY-----\\nb3Blbn...")
+    >>> head = "-----BEGIN OPENSSH " + "PRIVATE KEY-----"
+    >>> secret_content(head + " (the header alone is not a key)") is None
+    True
+    >>> secret_content(head + "\\n" + ("b3BlbnNzaC1rZXktdjEAAAAA" * 3 + "\\n") * 3)
     'holds a PEM private key'
     """
     if _PREFILTER.search(text) is None:
