@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import msgspec
 
+from .display import shown_path
 from .format import (
     duration,
     format_dependencies,
@@ -154,9 +155,9 @@ def cmd_index(args: argparse.Namespace) -> int:
         print(embed_line)
     if args.verbose:
         for row in engine.skipped_files():
-            print(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
+            print(f"  skipped {row.reason:<11} {shown_path(row.path)}  {shown_path(row.detail)}".rstrip())
         for row in engine.problem_files():
-            print(f"  indexed with {row.reason} {row.path}  {row.detail}".rstrip())
+            print(f"  indexed with {row.reason} {shown_path(row.path)}  {shown_path(row.detail)}".rstrip())
     return EXIT_OK
 
 
@@ -199,7 +200,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"vocabulary:  {status.vocabulary} terms")
     print(f"skipped:     {skipped}")
     for row in status.errors:
-        print(f"  {row.reason} {row.path}: {row.detail}")
+        print(f"  {row.reason} {shown_path(row.path)}: {shown_path(row.detail)}")
     secrets = secrets_line(status)
     if secrets:
         print(f"secrets:     {secrets}")
@@ -253,18 +254,19 @@ def cmd_kb(args: argparse.Namespace) -> int:
         if args.action == "add":
             kb, report = engine.add_knowledge_base(args.folder)
             payload: object = {**msgspec.to_builtins(kb), "files": report.files, "chunks": report.chunks}
-            text = f"added kb:{kb.label} ({kb.path}): {report.files} files, {report.chunks} chunks"
+            folder = shown_path(kb.path)
+            text = f"added kb:{kb.label} ({folder}): {report.files} files, {report.chunks} chunks"
         elif args.action == "remove":
             kb = engine.remove_knowledge_base(args.folder)
             payload = msgspec.to_builtins(kb)
-            text = f"removed kb:{kb.label} ({kb.path})"
+            text = f"removed kb:{kb.label} ({shown_path(kb.path)})"
         else:
             kbs = engine.knowledge_bases()
             catalogs = engine.store.branches() if engine.has_index() else {}
             rows = [{**msgspec.to_builtins(kb), "files": catalogs.get(kb.catalog, 0)} for kb in kbs]
             payload = rows
             text = "\n".join(
-                f"kb:{r['label']}  {r['path']}  ({r['source']}, {r['files']} files)" for r in rows
+                f"kb:{r['label']}  {shown_path(r['path'])}  ({r['source']}, {r['files']} files)" for r in rows
             )
             text = text or "no knowledge bases"
     except KnowledgeBaseError as exc:

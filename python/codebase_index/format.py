@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .display import shown_path
 from .files import DEFAULT_MAX_FILE_SIZE, read_inside
 from .models import SearchResult
 
@@ -24,8 +25,9 @@ NO_RESULTS = (
 def header(result: SearchResult) -> str:
     """`src/a.py:10-24  function parse  (3.142)`."""
     label = f"{result.kind} {result.symbol}".strip()
-    where = f"[{result.repo}] " if result.repo else ""  # multi-repository results name their repository
-    return f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})"
+    where = f"[{shown_path(result.repo)}] " if result.repo else ""  # multi-repository results name theirs
+    path = shown_path(result.path)
+    return f"{where}{path}:{result.start_line}-{result.end_line}  {shown_path(label)}  ({result.score:.3f})"
 
 
 def _clip(line: str) -> str:
@@ -102,11 +104,11 @@ def format_index_report(
     )
     lines = [text, *problem_lines(report)]
     for row in list(skipped)[:limit]:
-        lines.append(f"  skipped {row.reason:<11} {row.path}  {row.detail}".rstrip())
+        lines.append(f"  skipped {row.reason:<11} {shown_path(row.path)}  {shown_path(row.detail)}".rstrip())
     if len(skipped) > limit:
         lines.append(f"  … ({len(skipped) - limit} more skipped files)")
     for row in list(problems)[:limit]:
-        lines.append(f"  indexed with {row.reason} {row.path}  {row.detail}".rstrip())
+        lines.append(f"  indexed with {row.reason} {shown_path(row.path)}  {shown_path(row.detail)}".rstrip())
     return "\n".join(lines)
 
 
@@ -152,15 +154,15 @@ def _when(timestamp: float | None) -> str:
 def format_status(status: Any, *, running: bool = False) -> str:
     if not status.indexed:
         suffix = " (an index run is in progress)" if running else "; call index_codebase"
-        return f"{status.root}: not indexed yet{suffix}"
+        return f"{shown_path(str(status.root))}: not indexed yet{suffix}"
     lines = [
         f"branch {status.branch}: {status.files} files, {status.chunks} chunks, {status.vocabulary} terms",
-        f"index {status.index_dir} ({status.size_bytes / 1_048_576:.1f} MiB), "
+        f"index {shown_path(str(status.index_dir))} ({status.size_bytes / 1_048_576:.1f} MiB), "
         f"updated {_when(status.last_indexed_at)}",
         f"skipped: {_counts(status.skipped)}",
     ]
     for row in getattr(status, "errors", ()):
-        lines.append(f"  {row.reason} {row.path}: {row.detail}")
+        lines.append(f"  {row.reason} {shown_path(row.path)}: {shown_path(row.detail)}")
     secrets = secrets_line(status)
     if secrets:
         lines.append(f"secrets skipped: {secrets}")
@@ -178,7 +180,7 @@ def format_status(status: Any, *, running: bool = False) -> str:
 
 def secrets_line(status: Any) -> str | None:
     """`a.pem, credentials.json (never indexed; ...)`, or None when no file was skipped as a secret."""
-    names = list(getattr(status, "secrets", ()))
+    names = [shown_path(name) for name in getattr(status, "secrets", ())]
     if not names:
         return None
     total = status.skipped.get("secret", len(names))
@@ -307,7 +309,8 @@ def format_logs(records: Sequence[Any]) -> str:
     if not records:
         return "no log records"
     return "\n".join(
-        f"{time.strftime('%H:%M:%S', time.localtime(r.time))} {r.level:<7} {r.message}" for r in records
+        f"{time.strftime('%H:%M:%S', time.localtime(r.time))} {r.level:<7} {shown_path(r.message)}"
+        for r in records
     )
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from .cli import EXIT_OK, CliError, Progress, _add_root_arguments, _engine, _root
+from .display import shown_path
 from .models import CHUNK_KINDS
 from .search import Filters
 
@@ -114,11 +115,12 @@ def _print_results(
     context = getattr(args, "context_lines", 0) or 0
     for result in response.results:
         label = f"{result.kind} {result.symbol}".strip()
-        where = f"[{result.repo}] " if result.repo else ""
+        where = f"[{shown_path(result.repo)}] " if result.repo else ""
+        where += f"{shown_path(result.path)}:{result.start_line}-{result.end_line}  {shown_path(label)}"
         if getattr(args, "peek", False):
-            print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}")
+            print(where)
             continue
-        print(f"{where}{result.path}:{result.start_line}-{result.end_line}  {label}  ({result.score:.3f})")
+        print(f"{where}  ({result.score:.3f})")
         if context and root is not None:
             # Numbered lines of the file as it is now, `context` lines either side of the chunk.
             for line in code_block(result, root=root, context_lines=context, lines_of=lines_of):

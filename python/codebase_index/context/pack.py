@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
+from ..display import shown_path
 from ..tokens import stem, tokenize
 
 # Only the best pieces are shown in full, and only while one costs at most this share of the budget: a
@@ -175,7 +176,7 @@ def _header(ev: Evidence, shown: Sequence[int]) -> str:
     first, last = shown[0], shown[-1]
     label = f" {ev.symbol}" if ev.symbol else ""
     kind = f" ({ev.kind})" if ev.kind and ev.kind != "block" else ""
-    return f"{ev.path}:{first}-{last}{label}{kind} — {ev.reason}"
+    return f"{shown_path(ev.path)}:{first}-{last}{label}{kind} — {shown_path(ev.reason)}"
 
 
 def _block(ev: Evidence, shown: Sequence[int]) -> str:
@@ -208,7 +209,7 @@ def omitted_summary(paths: Iterable[str]) -> tuple[str, dict[str, int]]:
     if not total:
         return "", {}
     top = counts.most_common(OMITTED_GROUPS)
-    parts = [f"{n} in {g}" for g, n in top]
+    parts = [f"{n} in {shown_path(g)}" for g, n in top]
     rest = total - sum(n for _, n in top)
     if rest:
         parts.append(f"{rest} elsewhere")

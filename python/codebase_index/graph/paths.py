@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from ..display import shown_path
 from .query import CallSite, GraphSymbol, _site, _symbol, rank_definitions
 from .records import MODULE_CALLER
 from .store import DefinitionRow, EdgeRow, GraphStore
@@ -256,7 +257,8 @@ def format_path(p: CallPath) -> str:
         lines[0] += f"  ({p.source} does not reach {p.target}; the path runs the other way)"
     for s in p.hops:
         lines.append(
-            f"  {s.caller} ({s.caller_path}:{s.line}) calls {s.callee} ({s.callee_path}:{s.callee_line})"
+            f"  {s.caller} ({shown_path(s.caller_path)}:{s.line}) calls {s.callee} "
+            f"({shown_path(s.callee_path)}:{s.callee_line})"
         )
     return "\n".join(lines)
 
@@ -270,11 +272,12 @@ def format_impact(i: Impact) -> str:
         lines.append(f"({i.incomplete})")
     for c in i.changed:
         spans = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in c.changed_lines)
-        lines.append(f"  changed: {c.name} [{c.kind}] {c.path}:{c.start_line} (lines {spans})")
+        lines.append(f"  changed: {c.name} [{c.kind}] {shown_path(c.path)}:{c.start_line} (lines {spans})")
     if i.callers:
         lines.append(f"Callers (resolved, depth {i.depth}):")
         lines += [
-            f"{'  ' * s.depth}{s.caller} ({s.caller_path}:{s.line}) calls {s.callee}" for s in i.callers
+            f"{'  ' * s.depth}{s.caller} ({shown_path(s.caller_path)}:{s.line}) calls {s.callee}"
+            for s in i.callers
         ]
     else:
         lines.append("No resolved callers.")
@@ -283,7 +286,8 @@ def format_impact(i: Impact) -> str:
     if i.tests:
         lines.append("Tests that reach the change:")
         lines += [
-            f"  {t.symbol} ({t.path}:{t.line}) reaches {t.reaches} in {t.depth} hop(s)" for t in i.tests
+            f"  {t.symbol} ({shown_path(t.path)}:{t.line}) reaches {t.reaches} in {t.depth} hop(s)"
+            for t in i.tests
         ]
     else:
         lines.append("No test reaches the changed symbols through resolved calls.")

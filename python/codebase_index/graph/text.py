@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..display import shown_path
 from .query import CallGraph, CallSite, ImplementationLookup
 
 
@@ -9,11 +10,12 @@ def _site_line(s: CallSite, upward: bool) -> str:
     indent = "  " * s.depth
     tag = s.confidence if s.candidates <= 1 else f"{s.confidence}, 1 of {s.candidates} candidates"
     if upward:
-        return f"{indent}{s.caller} ({s.caller_path}:{s.line}) calls {s.callee} [{tag}]"
+        return f"{indent}{s.caller} ({shown_path(s.caller_path)}:{s.line}) calls {s.callee} [{tag}]"
     if not s.callee_path:  # a name-only site: the candidates are every definition with that name
         where = f"by name: {s.candidates} candidate definitions"
-        return f"{indent}{s.callee} ({where}) called at {s.caller_path}:{s.line}"
-    return f"{indent}{s.callee} ({s.callee_path}:{s.callee_line}) called at {s.caller_path}:{s.line} [{tag}]"
+        return f"{indent}{s.callee} ({where}) called at {shown_path(s.caller_path)}:{s.line}"
+    callee, caller = shown_path(s.callee_path), shown_path(s.caller_path)
+    return f"{indent}{s.callee} ({callee}:{s.callee_line}) called at {caller}:{s.line} [{tag}]"
 
 
 def format_call_graph(g: CallGraph) -> str:
@@ -27,7 +29,10 @@ def format_call_graph(g: CallGraph) -> str:
     lines = [f"{g.direction.capitalize()} of {g.query} (depth {g.depth}):"]
     if g.incomplete:
         lines.append(f"({g.incomplete}; calls from files not extracted yet are missing)")
-    lines += [f"  defined: {r.name} [{r.kind}] {r.path}:{r.start_line}  (id {r.symbol_id})" for r in g.roots]
+    lines += [
+        f"  defined: {r.name} [{r.kind}] {shown_path(r.path)}:{r.start_line}  (id {shown_path(r.symbol_id)})"
+        for r in g.roots
+    ]
     if g.edges:
         lines.append("Resolved calls (through imports, the same file/package, or a known receiver type):")
         lines += [_site_line(s, upward) for s in g.edges]
@@ -57,7 +62,8 @@ def format_implementation(r: ImplementationLookup) -> str:
         lines.append(f"({r.notice})")
     for hit in r.results:
         callers = f", {hit.callers} caller(s)" if hit.source == "definition" else ""
-        lines.append(f"\n{hit.path}:{hit.start_line}-{hit.end_line} {hit.kind} {hit.symbol}{callers}")
+        where = f"{shown_path(hit.path)}:{hit.start_line}-{hit.end_line}"
+        lines.append(f"\n{where} {hit.kind} {shown_path(hit.symbol)}{callers}")
         if hit.content:
             lines.append(hit.content.rstrip("\n"))
     return "\n".join(lines)

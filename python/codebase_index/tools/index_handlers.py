@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from ..display import shown_path
 from .protocol import IndexBusy, InvalidParams, NotIndexed
 from .runtime import CallContext, Runtime
 from .schema import (
@@ -204,7 +205,8 @@ def handle_kb_add(rt: Runtime, p: AddKnowledgeBaseParams, call: CallContext) -> 
     rt.start_embedding()
     data = {**msgspec.to_builtins(kb), "files": report.files, "chunks": report.chunks}
     return ToolResult(
-        f"knowledge base kb:{kb.label} ({kb.path}): {report.files} files, {report.chunks} chunks", data
+        f"knowledge base kb:{kb.label} ({shown_path(kb.path)}): {report.files} files, {report.chunks} chunks",
+        data,
     )
 
 
@@ -216,13 +218,16 @@ def handle_kb_list(rt: Runtime, p: ListKnowledgeBasesParams, call: CallContext) 
     rows = [{**msgspec.to_builtins(kb), "files": catalogs.get(kb.catalog, 0)} for kb in kbs]
     if not rows:
         return ToolResult("no knowledge bases (add one with add_knowledge_base)", {"knowledgeBases": []})
-    text = "\n".join(f"kb:{r['label']}  {r['path']}  ({r['source']}, {r['files']} files)" for r in rows)
+    text = "\n".join(
+        f"kb:{r['label']}  {shown_path(r['path'])}  ({r['source']}, {r['files']} files)" for r in rows
+    )
     return ToolResult(text, {"knowledgeBases": rows})
 
 
 def handle_kb_remove(rt: Runtime, p: RemoveKnowledgeBaseParams, call: CallContext) -> ToolResult:
     kb = _change_knowledge_bases(rt, lambda engine: engine.remove_knowledge_base(p.path))
-    return ToolResult(f"removed knowledge base kb:{kb.label} ({kb.path})", msgspec.to_builtins(kb))
+    text = f"removed knowledge base kb:{kb.label} ({shown_path(kb.path)})"
+    return ToolResult(text, msgspec.to_builtins(kb))
 
 
 def handle_metrics(rt: Runtime, p: MetricsParams, call: CallContext) -> ToolResult:
