@@ -1,7 +1,8 @@
 """Which branch (or commit) a checkout is on, read straight from the git files (no git binary needed).
 
 The index keys file membership by this name, so it must be right for plain checkouts, linked worktrees
-(`.git` is a file pointing at the real git dir) and detached HEADs (keyed by commit).
+(`.git` is a file pointing at the real git dir) and detached HEADs (keyed by commit). The files are read
+with `bounded_read.read_small`: a repository's `.git` may be anything (a FIFO, a link to /dev/zero).
 
 A linked worktree has two git folders: its own (`<common>/worktrees/<name>`, holding HEAD) and the
 common one (holding refs and packed-refs, named by the `commondir` file). Branch listing and the
@@ -14,6 +15,8 @@ import os
 import threading
 from pathlib import Path
 
+from .bounded_read import read_small
+
 NO_GIT_BRANCH = "default"
 DETACHED_PREFIX = "detached:"
 
@@ -24,10 +27,7 @@ def git_dir(root: Path) -> Path | None:
     if dot_git.is_dir():
         return dot_git
     if dot_git.is_file():
-        try:
-            first = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            return None
+        first = (read_small(dot_git, follow=True) or "").strip()
         if first.startswith("gitdir:"):
             target = Path(first[len("gitdir:") :].strip())
             if not target.is_absolute():
@@ -38,10 +38,7 @@ def git_dir(root: Path) -> Path | None:
 
 def common_dir(gdir: Path) -> Path:
     """The folder holding refs for the git dir `gdir` (itself, or what a worktree's `commondir` says)."""
-    try:
-        raw = (gdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return gdir
+    raw = (read_small(gdir / "commondir", follow=True) or "").strip()
     if not raw:
         return gdir
     target = Path(raw)
@@ -55,10 +52,10 @@ def current_branch(root: Path) -> str:
     gdir = git_dir(root)
     if gdir is None:
         return NO_GIT_BRANCH
-    try:
-        head = (gdir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    text = read_small(gdir / "HEAD", follow=True)
+    if text is None:
         return NO_GIT_BRANCH
+    head = text.strip()
     if head.startswith("ref:"):
         ref = head[len("ref:") :].strip()
         return ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
@@ -123,10 +120,7 @@ def local_branches(root: Path) -> set[str] | None:
         rel_dir = os.path.relpath(dirpath, heads)
         for name in filenames:
             names.add(name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/"))
-    try:
-        packed = (common / "packed-refs").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        packed = ""
+    packed = read_small(common / "packed-refs", follow=True) or ""
     for line in packed.splitlines():
         parts = line.split(" ", 1)
         if len(parts) == 2 and parts[1].startswith("refs/heads/"):
@@ -151,10 +145,10 @@ def worktree_heads(root: Path) -> set[str]:
         pass  # no linked worktrees
     out: set[str] = set()
     for head_file in head_files:
-        try:
-            head = head_file.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
+        text = read_small(head_file, follow=True)
+        if text is None:
             continue
+        head = text.strip()
         if head.startswith("ref:"):
             ref = head[len("ref:") :].strip()
             out.add(ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref)

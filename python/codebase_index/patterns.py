@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pathspec
 
+from .bounded_read import read_small
+
 DEFAULT_INCLUDE: tuple[str, ...] = (
     "**/*.{ts,tsx,mts,cts,js,jsx,mjs,cjs}",
     "**/*.{py,pyi}",
@@ -193,11 +195,8 @@ def always_skipped_file(name: str) -> str | None:
 
 
 def _read_pattern_file(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()
-    except OSError:
-        return []
+    """An ignore file's lines; a link, FIFO or device in its place (a repository decides) reads as none."""
+    return (read_small(path) or "").splitlines()
 
 
 def git_exclude_files(root: str) -> list[str]:

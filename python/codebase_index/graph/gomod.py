@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..bounded_read import read_small
 from .records import FileGraph
 
 _MODULE = re.compile(r"^\s*module\s+\"?([^\s\"]+)\"?", re.MULTILINE)
@@ -38,10 +39,7 @@ def find_modules(root: Path, go_dirs: Iterable[str]) -> dict[str, str]:
         while True:
             if d not in checked:
                 checked.add(d)
-                try:
-                    text = (root / d / "go.mod").read_text(encoding="utf-8", errors="replace")
-                except OSError:
-                    text = None
+                text = read_small(root / d / "go.mod")
                 found = module_path(text) if text is not None else None
                 if found:
                     out[d] = found
