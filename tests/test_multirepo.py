@@ -137,7 +137,7 @@ def test_registry_lists_every_indexed_repository(two_repos: tuple[Path, Path]) -
     proc = cli("repos", "list", "--json")
     assert proc.returncode == 0, proc.stderr
     assert [e["name"] for e in json.loads(proc.stdout)] == ["alpha", "beta"]
-    with pytest.raises(repos.RegistryError, match="known: alpha, beta"):
+    with pytest.raises(repos.RegistryError, match="`codebase-index repos list` lists"):
         repos.resolve(["gamma"])
 
 

@@ -81,10 +81,10 @@ def backend_repos(backend: QdrantBackend, names: Sequence[str], root: Path | Non
     wanted = [n for n in names if n != ALL]
     if wanted:
         missing = [n for n in wanted if n not in {r.name for r in known}]
-        if missing:
-            listed = ", ".join(r.name for r in known) or "none (run `codebase-index publish`)"
+        if missing:  # names only what was asked for, not every repository the collection holds
             raise BackendError(
-                f"not in collection {backend.collection!r}: {', '.join(missing)}; published: {listed}"
+                f"not in collection {backend.collection!r}: {', '.join(missing)}; "
+                "`codebase-index repos list --backend` lists the published ones"
             )
         known = [r for r in known if r.name in wanted]
     if root is not None and (root / ".git").exists():

@@ -103,7 +103,7 @@ def register(root: Path, index_dir: Path, branch: str) -> RepoEntry:
 
 def resolve(names: Sequence[str], *, all_repos: bool = False, current: Path | None = None) -> list[RepoEntry]:
     """The registry entries a search names: each by name or by root path (`.` and relative paths too);
-    every one with `all_repos`. RegistryError names what is unknown and lists what is known."""
+    every one with `all_repos`. RegistryError names what is unknown and the command that lists the rest."""
     known = list_repos()
     if all_repos:
         return known
@@ -115,9 +115,11 @@ def resolve(names: Sequence[str], *, all_repos: bool = False, current: Path | No
             base = current if current is not None and wanted in (".", "") else Path(wanted)
             resolved = str(base.resolve())
             match = next((e for e in known if e.root == resolved), None)
-        if match is None:
-            listed = ", ".join(e.name for e in known) or "none (run `codebase-index index` in each one)"
-            raise RegistryError(f"no indexed repository named {raw!r}; known: {listed}")
+        if match is None:  # names only what was asked for: other repositories on this machine stay private
+            raise RegistryError(
+                f"no indexed repository named {raw!r}; `codebase-index repos list` lists the indexed ones "
+                "(a repository is registered when it is indexed)"
+            )
         if match not in out:
             out.append(match)
     return out
