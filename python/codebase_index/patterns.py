@@ -195,7 +195,8 @@ def always_skipped_file(name: str) -> str | None:
 
 
 def _read_pattern_file(path: str) -> list[str]:
-    """An ignore file's lines; a link, FIFO or device in its place (a repository decides) reads as none."""
+    """An ignore file's lines; a link, FIFO or device in its place (a repository decides) reads as none,
+    as git (2.32+) does not follow a `.gitignore` that is a link either."""
     return (read_small(path) or "").splitlines()
 
 
