@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from codebase_index import agents
+from codebase_index.agents import mcp_command
 from codebase_index.cli import main
 
 ALL = list(agents.AGENT_NAMES)
@@ -60,7 +62,7 @@ def test_install_finds_agents_keeps_other_settings_and_is_idempotent(
     cursor = json.loads((home / ".cursor" / "mcp.json").read_text())
     assert cursor["mcpServers"]["other"] == {"command": "x"}
     ours = cursor["mcpServers"]["codebase-index"]
-    assert ours["command"] == sys.executable and ours["args"][:3] == ["-m", "codebase_index.cli", "mcp"]
+    assert ours["command"] == sys.executable and ours["args"][:-2] == mcp_command()[1:]
     toml = (home / ".codex" / "config.toml").read_text()
     assert '[mcp_servers.other]\ncommand = "y"' in toml and "[mcp_servers.codebase-index]" in toml
     again = run(capsys, "install")
@@ -100,3 +102,22 @@ def test_opencode_plugin_entry_and_files_with_comments(
 def test_unknown_agent_is_an_error(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["install", "notepad"]) != 0
     assert "unknown agent notepad" in capsys.readouterr().err
+
+
+def test_the_mcp_command_never_imports_from_the_project_it_starts_in(tmp_path: Path) -> None:
+    """Agents start MCP servers in the opened project: a repository's argparse.py must not run."""
+    project = tmp_path / "cloned"
+    project.mkdir()
+    marker = tmp_path / "ran"
+    for name in ("argparse.py", "json.py", "msgspec.py"):
+        (project / name).write_text(f"open({str(marker)!r}, 'w').close()\n")
+    command = mcp_command()
+    done = subprocess.run(
+        [*command, "--help"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--project" in done.stdout and not marker.exists()

@@ -27,14 +27,23 @@ LAUNCHER_ENV = "CODEBASE_INDEX_MCP_LAUNCHER"
 """JSON list: how to start the MCP server; the npm package's bin sets it to itself."""
 
 
+# `python -m` puts the working folder first on sys.path, and agents start MCP servers in the project they
+# opened: a repository's own argparse.py or json.py would run in our place. -P (3.11+) leaves it off; on
+# 3.10 the -c form removes it before importing anything of ours.
+SAFE_MAIN_310 = "import sys; del sys.path[0]; from codebase_index.cli import main; sys.exit(main())"
+
+
 def mcp_command() -> list[str]:
-    """The command line that starts this installation's MCP server."""
+    """The command line that starts this installation's MCP server (never importing from the folder it is
+    started in)."""
     launcher = os.environ.get(LAUNCHER_ENV)
     if launcher:
         parsed = json.loads(launcher)
         if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed) and parsed:
             return parsed
-    return [sys.executable, "-m", "codebase_index.cli", "mcp"]
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", "codebase_index.cli", "mcp"]
+    return [sys.executable, "-c", SAFE_MAIN_310, "mcp"]
 
 
 @dataclass(frozen=True)
