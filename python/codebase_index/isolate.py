@@ -6,6 +6,8 @@ worker after each death) but only ever used for the items of a failed batch."""
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.context
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -21,6 +23,15 @@ def one_line(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def spawn_context() -> multiprocessing.context.SpawnContext:
+    """The context of every worker pool. A spawned worker starts as `python -c ...` in this process's
+    working folder, usually the project, and would import a repository's own `multiprocessing/` from
+    there before anything of ours runs; PYTHONSAFEPATH (Python 3.11+, inherited by the workers) keeps
+    that folder off their sys.path. Python 3.10 has no such switch (SECURITY.md)."""
+    os.environ["PYTHONSAFEPATH"] = "1"
+    return multiprocessing.get_context("spawn")
+
+
 def run_isolated(
     fn: Callable[[T], R],
     items: Sequence[T],
@@ -31,7 +42,7 @@ def run_isolated(
 ) -> list[R]:
     """`fn(item)` for every item, each in a spawned worker; a failed item gives `on_failure(item, why)`."""
     out: list[R] = []
-    context = multiprocessing.get_context("spawn")
+    context = spawn_context()
     pool: ProcessPoolExecutor | None = None
     try:
         for item in items:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import multiprocessing
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -153,7 +152,7 @@ def chunk_all(
         return out
     batches = list(_batches_by_size(work, keys, target_bytes=256 * 1024))
     done = 0
-    context = multiprocessing.get_context("spawn")
+    context = isolate.spawn_context()
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = [
             (batch_keys, pool.submit(_chunk_many, batch, extract_graph)) for batch_keys, batch in batches

@@ -15,7 +15,6 @@ grammar and source bytes), so the rows equal those of the former in-run extracti
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import threading
 import time
@@ -27,7 +26,7 @@ import msgspec
 from tree_sitter import Tree
 
 from .. import problems
-from ..isolate import run_isolated
+from ..isolate import run_isolated, spawn_context
 from ..store import SkippedRow, Store
 from .store import EncodedGraph, GraphStore, encode_rows
 
@@ -182,7 +181,7 @@ def extract_pending(
                 break
             write(_extract_many(batch))
     else:
-        context = multiprocessing.get_context("spawn")
+        context = spawn_context()
         with ProcessPoolExecutor(
             max_workers=max(1, workers),
             mp_context=context,
