@@ -35,6 +35,7 @@ import numpy as np
 from .config import Config
 from .embeddings.base import EmbeddingError, EmbeddingProvider
 from .locks import file_lock
+from .private_files import make_private_dir
 from .store import Store, StoreError
 from .store_schema import EMBEDDING_TABLES
 
@@ -390,7 +391,7 @@ def _record_failures(store: Store, model_id: str, hashes: Sequence[str], error: 
 @contextlib.contextmanager
 def embed_lock(index_dir: Path, *, wait: bool) -> Iterator[bool]:
     """One embedding job per index across processes; yields False when `wait` is off and it is taken."""
-    index_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(index_dir)
     with file_lock(index_dir / EMBED_LOCK_NAME, wait=wait) as got:
         yield got
 

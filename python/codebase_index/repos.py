@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from .locks import file_lock
+from .private_files import make_private_dir, replace_private
 
 if TYPE_CHECKING:
     from .backends.base import RepoInfo
@@ -65,15 +66,13 @@ def _read(path: Path) -> list[RepoEntry]:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent)
     with file_lock(path.with_name(path.name + ".lock"), wait=True):
         yield
 
 
 def _write(path: Path, entries: Sequence[RepoEntry]) -> None:
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(_Registry(list(entries)))))
-    os.replace(tmp, path)
+    replace_private(path, msgspec.json.format(msgspec.json.encode(_Registry(list(entries)))))
 
 
 def _alive(entry: RepoEntry) -> bool:

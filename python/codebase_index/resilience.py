@@ -14,13 +14,14 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+
+from .private_files import replace_private
 
 STATE_FILE = "dependencies.json"
 # Consecutive failures that open the breaker, and how long it stays open (doubling while it keeps failing).
@@ -154,12 +155,8 @@ def _write_all(path: Path, states: dict[str, DependencyHealth]) -> None:
     """Atomic replace; a read-only or vanished index folder only loses the record, never the search."""
     if not path.parent.is_dir():
         return
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
     with contextlib.suppress(OSError):
-        tmp.write_bytes(msgspec.json.encode(states))
-        os.replace(tmp, path)
-    with contextlib.suppress(OSError):
-        tmp.unlink(missing_ok=True)
+        replace_private(path, msgspec.json.encode(states))
 
 
 @functools.lru_cache(maxsize=64)

@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -28,6 +29,7 @@ import msgspec
 
 from . import __version__, tools
 from .index_dir import make_index_dir
+from .private_files import open_private
 from .tools import (
     CONFIG_ERROR,
     INTERNAL_ERROR,
@@ -61,7 +63,7 @@ def acquire_sidecar_lock(index_dir: Path) -> int:
     """Hold `<index_dir>/sidecar.lock` for the life of the process (the OS drops it if we die)."""
     make_index_dir(index_dir)
     path = index_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_private(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -429,10 +431,16 @@ def resolve_log_level(root: Path, flag: str | None) -> str:
         return "info"
 
 
+class _PrivateLog(RotatingFileHandler):
+    """A rotating log whose files are created 0600 whatever the umask (logs name the project's files)."""
+
+    def _open(self) -> Any:
+        fd = open_private(Path(self.baseFilename), os.O_WRONLY | os.O_APPEND)
+        return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
 def configure_logging(index_dir: Path, level: str, buffer: tools.LogBuffer) -> None:
     """Logs to stderr, a small rotating file in the index folder, and the in-memory ring for `logs`."""
-    from logging.handlers import RotatingFileHandler
-
     logger = logging.getLogger("codebase_index")
     logger.setLevel(getattr(logging, level.upper()))
     logger.propagate = False
@@ -442,7 +450,7 @@ def configure_logging(index_dir: Path, level: str, buffer: tools.LogBuffer) -> N
     logger.addHandler(stderr)
     try:
         make_index_dir(index_dir)
-        file_handler = RotatingFileHandler(index_dir / LOG_NAME, maxBytes=1_048_576, backupCount=1)
+        file_handler = _PrivateLog(index_dir / LOG_NAME, maxBytes=1_048_576, backupCount=1)
         file_handler.setFormatter(fmt)
         logger.addHandler(file_handler)
     except OSError as exc:

@@ -23,6 +23,7 @@ import numpy as np
 from . import literal_index
 from .index_dir import make_index_dir
 from .models import ChunkSpan
+from .private_files import create_private, open_private
 from .store_schema import MIGRATIONS, SCHEMA_VERSION
 
 DB_NAME = "codebase.db"
@@ -100,6 +101,8 @@ class Store:
             raise StoreError(f"no index at {index_dir} (run `codebase-index index` first)")
         make_index_dir(index_dir)
         try:
+            with contextlib.suppress(OSError):  # a read-only folder: SQLite says so below
+                create_private(db_path)  # 0600, and SQLite gives its -wal and -shm files the same mode
             conn = _connect(db_path)
             version = cls._schema_version(conn)
         except sqlite3.DatabaseError as exc:
@@ -148,7 +151,7 @@ class Store:
         `timeout=None` waits as long as it takes; otherwise IndexLockedError after `timeout` seconds.
         """
         lock_path = self.index_dir / LOCK_NAME
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_private(lock_path)
         try:
             if timeout is None:
                 fcntl.flock(fd, fcntl.LOCK_EX)

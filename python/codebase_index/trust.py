@@ -24,6 +24,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from .private_files import make_private_dir
+
 TRUST_FILE_NAME = "codebase-index-trust.json"
 PROJECT_CONFIG_PARTS = (".opencode", "codebase-index.json")
 MAX_PROJECT_CONFIG_BYTES = 1_048_576
@@ -110,7 +112,7 @@ def is_trusted(root: Path | str, data: bytes, global_dir: Path) -> bool:
 
 def _write_records(global_dir: Path, files: dict[str, str]) -> None:
     """Replace the record atomically, readable by the user only."""
-    global_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(global_dir)  # 0700 whatever the umask
     text = json.dumps({"version": 1, "files": dict(sorted(files.items()))}, indent=2) + "\n"
     fd, tmp = tempfile.mkstemp(prefix=".trust-", dir=global_dir)  # mkstemp creates it 0600
     try:

@@ -31,6 +31,7 @@ import numpy as np
 
 from .embedder import decode_vectors, ensure_tables
 from .embeddings.blas_threads import single_blas_thread
+from .private_files import chmod_private, make_private_dir, open_private, write_private
 from .search import Hit
 from .store import Store
 
@@ -255,8 +256,8 @@ def _file_stem(model_id: str) -> str:
 @contextlib.contextmanager
 def ann_lock(index_dir: Path) -> Iterator[None]:
     """Serialise writers of the ANN file across threads and processes (readers never take it)."""
-    index_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(index_dir / ANN_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    make_private_dir(index_dir)
+    fd = open_private(index_dir / ANN_LOCK_NAME)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -420,13 +421,14 @@ class AnnIndex:
         tmp_data = data_path.with_suffix(".usearch.tmp")
         tmp_meta = meta_path.with_suffix(".json.tmp")
         self._index.save(str(tmp_data))  # type: ignore[attr-defined]
+        chmod_private(tmp_data)  # the library writes with the umask's mode
         meta = {
             "model": self.model_id,
             "dimensions": self.dimensions,
             "maxId": self.max_id,
             "size": self.size,
         }
-        tmp_meta.write_text(json.dumps(meta))
+        write_private(tmp_meta, json.dumps(meta).encode())
         # Data first, then the meta that vouches for it: a crash between the two leaves a mismatch the
         # next load detects (size check), never a wrong answer.
         os.replace(tmp_data, data_path)

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from ..private_files import replace_private
 from .tokens import counter
 
 SAVINGS_FILE = "savings.json"
@@ -94,9 +95,7 @@ class Savings:
             if len(sessions) > MAX_SESSIONS:
                 oldest = sorted(sessions, key=lambda s: sessions[s].get("startedAt", 0))[0]
                 _fold(data.setdefault("archived", {}), sessions.pop(oldest)["tools"])
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(tmp, path)
+            replace_private(path, json.dumps(data).encode("utf-8"))
         except OSError:
             pass
 

@@ -169,6 +169,7 @@ def _quantize(source: Path, dest: Path) -> None:
 def cached_int8_model(model_dir: Path, root: Path | None = None) -> Path:
     """The int8 model for `model_dir`, built once per key (under a file lock, written atomically)."""
     from ..locks import file_lock
+    from ..private_files import chmod_private, make_private_dir, write_private
 
     key = model_key(model_dir, onnxruntime_version())
     folder = (root or cache_root()) / "onnx" / f"{model_dir.name}-{key}"
@@ -180,7 +181,7 @@ def cached_int8_model(model_dir: Path, root: Path | None = None) -> Path:
                     remove_killed_builds(folder)
         return path
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_private_dir(folder)
         with file_lock(folder / "build.lock", wait=True):
             if path.is_file():
                 return path
@@ -190,12 +191,12 @@ def cached_int8_model(model_dir: Path, root: Path | None = None) -> Path:
                 # The optimizer prints progress to stdout, which is the sidecar's JSON-RPC channel.
                 with contextlib.redirect_stdout(sys.stderr):
                     stats = build_int8_model(model_dir, partial)
+                chmod_private(partial)  # onnx writes with the umask's mode
                 os.replace(partial, path)
             finally:
                 partial.unlink(missing_ok=True)
-            (folder / "fusions.json").write_text(
-                "{" + ", ".join(f'"{k}": {v}' for k, v in sorted(stats.items())) + "}\n", encoding="utf-8"
-            )
+            fusions = "{" + ", ".join(f'"{k}": {v}' for k, v in sorted(stats.items())) + "}\n"
+            write_private(folder / "fusions.json", fusions.encode("utf-8"))
     except EmbeddingError:
         raise
     except Exception as exc:
