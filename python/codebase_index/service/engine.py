@@ -474,11 +474,11 @@ class Engine:
         text = read_inside(self.root, path, self.config.indexing.max_file_size)
         if isinstance(text, str):
             return text.splitlines()
+        if not self.has_index():
+            return None
         log.info("answering from the index for %s: %s", path, text.detail)
         with self._changed_lock:
             self._changed.add(path)
-        if not self.has_index():
-            return None
         return lines_from_chunks(self.store.file_chunks(self.branch(), path))
 
     def take_changed(self) -> list[str]:
