@@ -174,7 +174,7 @@ def _forms(ev: Evidence) -> list[tuple[str, list[int]]]:
 
 def _header(ev: Evidence, shown: Sequence[int]) -> str:
     first, last = shown[0], shown[-1]
-    label = f" {ev.symbol}" if ev.symbol else ""
+    label = f" {shown_path(ev.symbol)}" if ev.symbol else ""  # a Markdown heading can hold controls too
     kind = f" ({ev.kind})" if ev.kind and ev.kind != "block" else ""
     return f"{shown_path(ev.path)}:{first}-{last}{label}{kind} — {shown_path(ev.reason)}"
 
