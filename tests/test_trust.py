@@ -263,3 +263,41 @@ def test_sensitive_folder_relations(tmp_path: Path) -> None:
     assert "is inside a credential store" in (sensitive_folder(home / ".ssh" / "keys", home) or "")
     assert "contains a credential store" in (sensitive_folder(home / ".config", home) or "")
     assert "system folder (/etc)" in (sensitive_folder(Path("/etc/ssl"), home) or "")
+
+
+def test_a_committed_index_cannot_name_knowledge_bases(tmp_path: Path) -> None:
+    """An index can come with the repository (`.opencode/index` force-added): the list of added knowledge
+    bases an older version kept inside it would have indexed the user's other projects."""
+    other = tmp_path / "other-project"
+    other.mkdir()
+    (other / "plans.py").write_text("def confidential_roadmap():\n    return 'q3'\n")
+    root = tmp_path / "cloned"
+    root.mkdir()
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    engine = Engine(root, workers=1)
+    try:
+        engine.index(graph=False)
+        engine.store.set_meta("knowledge_bases", json.dumps([str(other)]))  # what the clone carried
+        engine.index(graph=False)
+        assert engine.knowledge_bases() == []
+        assert engine.search("confidential_roadmap", mode="keyword").results == []
+        note = engine.knowledge_base_note() or ""
+        assert "not used" in note and str(other) in note
+        # Added by the user (CLI), it is recorded outside the index and used.
+        engine.add_knowledge_base(str(other))
+        assert [kb.path for kb in engine.knowledge_bases()] == [str(other)]
+    finally:
+        engine.close()
+
+
+def test_an_index_folder_linked_out_of_the_project_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "cloned"
+    (root / ".opencode").mkdir(parents=True)
+    (root / "app.py").write_text("def main():\n    return 0\n")
+    elsewhere = tmp_path / "victim-folder"
+    elsewhere.mkdir()
+    (root / ".opencode" / "index").symlink_to(elsewhere)
+    with pytest.raises(ConfigError, match="leads outside the project"):
+        Engine(root, workers=1)
+    assert cli.main(["index", str(root), "--keyword-only"]) == 1
+    assert list(elsewhere.iterdir()) == []

@@ -269,6 +269,9 @@ def cmd_kb(args: argparse.Namespace) -> int:
                 f"kb:{r['label']}  {shown_path(r['path'])}  ({r['source']}, {r['files']} files)" for r in rows
             )
             text = text or "no knowledge bases"
+            note = engine.knowledge_base_note()
+            if note:
+                text += f"\nnote: {note}"
     except KnowledgeBaseError as exc:
         raise CliError(str(exc)) from exc
     finally:

@@ -653,7 +653,14 @@ def index_dir(root: Path | str, config: Config) -> Path:
     """Where the index for `root` lives: inside the project, or per project under the XDG data folder."""
     root = Path(root).resolve()
     if config.scope == "project":
-        return root / ".opencode" / "index"
+        path = root / ".opencode" / "index"
+        real = Path(os.path.realpath(path))
+        if not _inside(real, root):  # a repository's link: the index would be written wherever it points
+            raise ConfigError(
+                f"refused: .opencode/index leads outside the project (to {real}); the index is written only "
+                'inside it: remove the link, or set "scope": "global" in your own configuration'
+            )
+        return path
     xdg = os.environ.get("XDG_DATA_HOME")
     data = Path(xdg) if xdg else Path.home() / ".local" / "share"
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]

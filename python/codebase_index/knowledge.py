@@ -5,8 +5,10 @@ would go, so its relative paths can never collide with the project's and branch 
 alone. Search shows its files as `kb:<folder name>/<path>` (the label says where a result came from).
 
 Where the list lives: `knowledgeBases` in the config files (read-only here) plus the ones added with
-the tools/CLI, kept in the store's meta table (`knowledge_bases`, a JSON list) so they persist with
-the index they belong to and need no write access to the user's config files.
+the tools/CLI, recorded in the user's data folder beside the repository registry, keyed by the index
+folder (`ADDED_FILE`). Not in the index itself (older versions kept them in its meta table): a
+repository can commit an index of its own, and one whose list named the user's other projects would
+have them indexed and served to the agent. Such a list is reported, never used (`legacy_note`).
 """
 
 from __future__ import annotations
@@ -18,11 +20,16 @@ from pathlib import Path
 import msgspec
 
 from .config import CONFIG_FILE_NAME, Config, default_global_dir, knowledge_base_paths, knowledge_base_roots
+from .locks import file_lock
+from .private_files import make_private_dir, replace_private
+from .repos import registry_path
 from .store import Store
 from .trust import sensitive_folder
 
 CATALOG_PREFIX = "kb:"
-META_KEY = "knowledge_bases"
+LEGACY_META_KEY = "knowledge_bases"
+"""Where older versions kept added knowledge bases: inside the index (see the module docstring)."""
+ADDED_FILE = "knowledge-bases.json"
 
 
 class KnowledgeBaseError(ValueError):
@@ -44,19 +51,62 @@ def is_catalog(branch: str) -> bool:
     return branch.startswith(CATALOG_PREFIX)
 
 
+class _AddedRecord(msgspec.Struct):
+    indexes: dict[str, list[str]] = msgspec.field(default_factory=dict)
+
+
+def added_path() -> Path:
+    """The record of added knowledge bases: beside the repository registry (the user's data folder)."""
+    return registry_path().with_name(ADDED_FILE)
+
+
+def _read_added() -> _AddedRecord:
+    try:
+        return msgspec.json.decode(added_path().read_bytes(), type=_AddedRecord)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return _AddedRecord()  # none yet, or damaged: nothing added (the folders themselves are intact)
+
+
 def _added(store: Store) -> list[str]:
-    raw = store.get_meta(META_KEY)
-    if not raw:
-        return []
-    value = json.loads(raw)
-    return [str(p) for p in value] if isinstance(value, list) else []
+    return list(_read_added().indexes.get(os.path.realpath(store.index_dir), []))
+
+
+def _set_added(store: Store, paths: list[str]) -> None:
+    path = added_path()
+    make_private_dir(path.parent)
+    with file_lock(path.with_name(path.name + ".lock"), wait=True):
+        record = _read_added()
+        key = os.path.realpath(store.index_dir)
+        if paths:
+            record.indexes[key] = paths
+        else:
+            record.indexes.pop(key, None)
+        replace_private(path, msgspec.json.format(msgspec.json.encode(record)))
+
+
+def legacy_note(store: Store) -> str | None:
+    """A line about knowledge bases an older version recorded inside the index (not used: the index may
+    have come with the repository), or None."""
+    raw = store.get_meta(LEGACY_META_KEY)
+    try:
+        value = json.loads(raw) if raw else []
+    except ValueError:
+        value = []
+    paths = [str(p) for p in value] if isinstance(value, list) else []
+    if not paths:
+        return None
+    return (
+        f"not used: {len(paths)} knowledge base(s) recorded inside the index by an older version (an index "
+        f"can come with a repository): {', '.join(paths)}; add the ones you want again with "
+        "`codebase-index kb add PATH`"
+    )
 
 
 def list_knowledge_bases(root: Path, config: Config, store: Store | None) -> list[KnowledgeBase]:
     """Configured ones first, then added ones; duplicates dropped; labels made unique."""
     entries: list[tuple[str, str]] = [(str(p), "config") for p in knowledge_base_paths(root, config)]
     if store is not None:
-        # One added by an older version before such folders were refused is left out (`kb remove` drops it).
+        # One added before such folders were refused is left out (`kb remove` drops it).
         entries += [(p, "added") for p in _added(store) if sensitive_folder(Path(p)) is None]
     seen: set[str] = set()
     used_labels: dict[str, int] = {}
@@ -117,7 +167,7 @@ def add(
     for kb in list_knowledge_bases(root, config, store):
         if kb.path == str(path):
             return kb, False
-    store.set_meta(META_KEY, json.dumps([*_added(store), str(path)]))
+    _set_added(store, [*_added(store), str(path)])
     kb = next(k for k in list_knowledge_bases(root, config, store) if k.path == str(path))
     return kb, True
 
@@ -132,7 +182,7 @@ def remove(root: Path, config: Config, store: Store, raw: str) -> KnowledgeBase:
                 raise KnowledgeBaseError(
                     f"{kb.path} comes from the knowledgeBases setting; remove it from the config file"
                 )
-            store.set_meta(META_KEY, json.dumps([p for p in _added(store) if p != kb.path]))
+            _set_added(store, [p for p in _added(store) if p != kb.path])
             store.delete_catalog(kb.catalog)
             return kb
     raise KnowledgeBaseError(f"{raw!r} is not a registered knowledge base")

@@ -263,6 +263,10 @@ class Engine:
             out[kb.label] = self.indexer(Path(kb.path)).run(kb.catalog, force=force, progress=progress).files
         return out
 
+    def knowledge_base_note(self) -> str | None:
+        """What the index says about knowledge bases that is not used (`knowledge.legacy_note`)."""
+        return knowledge.legacy_note(self.store) if self.has_index() else None
+
     def add_knowledge_base(
         self, path: str, *, agent: bool = False
     ) -> tuple[knowledge.KnowledgeBase, IndexReport]:

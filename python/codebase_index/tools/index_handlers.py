@@ -215,13 +215,13 @@ def handle_kb_list(rt: Runtime, p: ListKnowledgeBasesParams, call: CallContext) 
         engine = rt.reader()
         kbs = engine.knowledge_bases()
         catalogs = engine.store.branches() if engine.has_index() else {}
+        note = engine.knowledge_base_note()
     rows = [{**msgspec.to_builtins(kb), "files": catalogs.get(kb.catalog, 0)} for kb in kbs]
-    if not rows:
-        return ToolResult("no knowledge bases (add one with add_knowledge_base)", {"knowledgeBases": []})
     text = "\n".join(
         f"kb:{r['label']}  {shown_path(r['path'])}  ({r['source']}, {r['files']} files)" for r in rows
     )
-    return ToolResult(text, {"knowledgeBases": rows})
+    text = text or "no knowledge bases (add one with add_knowledge_base)"
+    return ToolResult(f"{text}\nnote: {note}" if note else text, {"knowledgeBases": rows})
 
 
 def handle_kb_remove(rt: Runtime, p: RemoveKnowledgeBaseParams, call: CallContext) -> ToolResult:
