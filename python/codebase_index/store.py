@@ -80,6 +80,13 @@ _CHUNK_ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
 
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    # The database may have come with the repository (a force-added .opencode/index): defensive mode
+    # (where Python exposes it: 3.12+) keeps writes off SQLite's own schema tables. trusted_schema stays
+    # on: our literal index's triggers write its FTS5 table, which SQLite then calls unsafe; Python's
+    # sqlite3 loads no extension, so a schema's SQL reaches no function outside the database.
+    defensive = getattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE", None)
+    if defensive is not None:
+        conn.setconfig(defensive, True)  # type: ignore[attr-defined]
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=OFF")
