@@ -142,21 +142,21 @@ def test_a_graph_extraction_error_is_named_and_the_chunks_kept(
 def test_a_read_error_is_contained_and_retried(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = discovery.read_text
+    real = discovery.read_inside  # the indexer's read (inside the root, links never followed)
 
-    def failing(abs_path: str, rel_path: str | None = None, **kwargs: object) -> object:
+    def failing(root: str, rel_path: str, max_size: int | None) -> object:
         if rel_path == "bad.py":
             raise UnicodeError("codec exploded")
-        return real(abs_path, rel_path, **kwargs)  # type: ignore[arg-type]
+        return real(root, rel_path, max_size)
 
-    monkeypatch.setattr(discovery, "read_text", failing)
+    monkeypatch.setattr(discovery, "read_inside", failing)
     engine = _engine(repo, tmp_path)
     try:
         report = engine.index()
         assert report.files == 2 and report.skipped.get("error") == 1
         assert engine.skipped_files()[0].detail == "while reading: UnicodeError: codec exploded"
         assert engine.index().skipped.get("error") == 1  # read again, failed again: still listed
-        monkeypatch.setattr(discovery, "read_text", real)
+        monkeypatch.setattr(discovery, "read_inside", real)
         assert engine.index().files == 3
     finally:
         engine.close()
