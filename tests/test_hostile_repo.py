@@ -147,7 +147,20 @@ def test_sidecar_and_mcp_never_contact_the_repository_server(
         texts.append(proc.result("context", {"query": "deploy key"}))
         texts.append(proc.result("status"))
         refused = proc.call("kb_add", {"path": str(Path.home())})
-        assert refused["error"]["message"].endswith("(the home folder)") or "home folder" in str(refused)
+        assert "never indexed (the home folder)" in refused["error"]["message"]
+        # After indexing, the repository swaps its file for a link to the user's token file.
+        billing = root / "src" / "billing.py"
+        billing.unlink()
+        billing.symlink_to(Path.home() / ".config" / "gh" / "hosts.yml")
+        swapped = [
+            proc.result("search", {"query": "charge invoice total", "contextLines": 5}),
+            proc.result("context", {"query": "charge invoice total"}),
+            proc.result("edit_context", {"target": "charge_invoice"}),
+        ]
+        assert not _leaks(json.dumps(swapped))
+        assert "charge_invoice" in swapped[0]["text"]  # answered from the index, not from the link
+        billing.unlink()
+        billing.write_text("def charge_invoice(total):\n    return round(total * 1.2, 2)\n")
     finally:
         assert proc.close() == 0
     dumped = json.dumps(texts)
