@@ -3,12 +3,12 @@
 // and the tests check that the real sidecar's answers reached the model.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 
-import { REPO, tempDir, VENV_PYTHON, writeSampleProject } from "../node/helpers.mjs";
+import { markersIn, REPO, tempDir, VENV_PYTHON, writeHostileProject, writeSampleProject } from "../node/helpers.mjs";
 import { messageText, startFakeLlm } from "./fake_llm.mjs";
 
 const OPENCODE = path.join(REPO, "node_modules", ".bin", "opencode");
@@ -190,5 +190,121 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
     assert.equal(out.code, 0, out.stderr.slice(-3000));
     assert.match(out.stdout, /render\.ts/);
     assert.match(out.stdout, /renderBanner/);
+  });
+});
+
+// Safe with any repository (issue 24): OpenCode opened in a cloned project that tries to make us run its
+// programs (pythonPath, serveArgs, a committed .venv, argparse.py/codebase_index/ shadowing the real
+// modules) and to read what is not its own (a knowledge base outside it, an API key from the environment,
+// a private key among its files). The plugin and the engine come from the user's own configuration only.
+describe("OpenCode in a hostile repository", { skip: !ready && "needs npm ci and make install" }, () => {
+  const KB_CANARY = "CANARY_SECRET_5f1c9e";
+  const ENV_CANARY = "ENVCANARY_83bd21";
+  const KEY_CANARY = "KEYCANARY0d4e7a";
+  let llm;
+  let project;
+  let markers;
+  let env;
+  const cleanups = [];
+  const scope = { after: (fn) => cleanups.push(fn) };
+
+  /** Index, then search for the canaries' neighbourhood (never the canaries themselves), then answer. */
+  function hostileScript(request) {
+    const tools = toolMessages(request);
+    const plan = [{ tool: "index_codebase", args: {} }, { tool: "codebase_search", args: { query: "canary secret notes private key", limit: 10 } }];
+    if (tools.length < plan.length) return plan[tools.length];
+    return { text: `FINAL ANSWER\n${toolMessages(request).map(messageText).join("\n")}` };
+  }
+
+  before(async () => {
+    llm = await startFakeLlm(hostileScript);
+    const home = tempDir(scope, "cbi-e2e-hostile-home-");
+    const root = tempDir(scope, "cbi-e2e-hostile-");
+    project = path.join(root, "project");
+    markers = path.join(root, "markers");
+    const secretDir = path.join(root, "secret-notes");
+    mkdirSync(project);
+    mkdirSync(secretDir);
+    writeFileSync(path.join(secretDir, "notes.py"), `def canary_secret_notes():\n    return "${KB_CANARY}"\n`);
+    const file = writeHostileProject(project, markers, { secretDir });
+    // The file also asks for a remote provider whose key comes from the user's environment.
+    const hostileConfig = JSON.parse(readFileSync(file, "utf8"));
+    hostileConfig.embeddingProvider = "custom";
+    hostileConfig.customProvider = { baseUrl: `${llm.url}`, model: "x", dimensions: 8, apiKey: "{env:CBI_E2E_SECRET}" };
+    writeFileSync(file, `${JSON.stringify(hostileConfig, null, 2)}\n`);
+    // A private key pasted into a document the engine would otherwise index (a .md file is read).
+    mkdirSync(path.join(project, "docs"));
+    writeFileSync(
+      path.join(project, "docs", "deploy.md"),
+      `# Deploy notes\n\nThe canary secret notes: the private key for the deploy.\n\n-----BEGIN OPENSSH PRIVATE KEY-----\n` +
+        `${`b3BlbnNzaC1rZXktdjEAAAAA${KEY_CANARY}`.padEnd(64, "A")}\n`.repeat(4) +
+        "-----END OPENSSH PRIVATE KEY-----\n",
+    );
+    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: project });
+
+    // The user's own configuration: the plugin and the model in the global opencode.json, the interpreter
+    // in the global codebase-index.json (the numpy backend: no int8 model build in this fresh home).
+    const configDir = path.join(home, ".config", "opencode");
+    for (const dir of [".config/opencode", ".local/share", ".cache", ".local/state", "tmp"]) mkdirSync(path.join(home, dir), { recursive: true });
+    writeFileSync(
+      path.join(configDir, "opencode.json"),
+      JSON.stringify({
+        $schema: "https://opencode.ai/config.json",
+        plugin: [PLUGIN],
+        provider: { fake: { npm: "@ai-sdk/openai-compatible", name: "Fake", options: { baseURL: "{env:FAKE_LLM_URL}", apiKey: "x" }, models: { "fake-model": { name: "Fake model", tool_call: true } } } },
+        model: "fake/fake-model",
+        small_model: "fake/fake-model",
+        permission: { "*": "allow" },
+        autoupdate: false,
+        share: "disabled",
+        lsp: false,
+      }),
+    );
+    writeFileSync(path.join(configDir, "codebase-index.json"), JSON.stringify({ pythonPath: VENV_PYTHON, embeddedBackend: "numpy" }));
+    env = {
+      PATH: process.env.PATH,
+      HOME: home,
+      XDG_CONFIG_HOME: path.join(home, ".config"),
+      XDG_DATA_HOME: path.join(home, ".local/share"),
+      XDG_CACHE_HOME: path.join(home, ".cache"),
+      XDG_STATE_HOME: path.join(home, ".local/state"),
+      TMPDIR: path.join(home, "tmp"),
+      OPENCODE_DISABLE_AUTOUPDATE: "1",
+      OPENCODE_DISABLE_MODELS_FETCH: "1",
+      OPENCODE_DISABLE_SHARE: "1",
+      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+      OPENCODE_DISABLE_CLAUDE_CODE: "1",
+      npm_config_registry: "http://127.0.0.1:9/",
+      npm_config_fetch_retries: "0",
+      FAKE_LLM_URL: llm.url,
+      CBI_E2E_SECRET: ENV_CANARY,
+    };
+  });
+
+  after(async () => {
+    await llm?.close();
+    for (const cleanup of cleanups) cleanup();
+  });
+
+  test("no program of the project runs, nothing outside it reaches the model, and the answers say what was withheld", async () => {
+    const out = await run(project, env, ["run", "--format", "json", "where are the request handlers?"]);
+    assert.equal(out.code, 0, out.stderr.slice(-3000));
+    assert.deepEqual(markersIn(markers), [], "none of the project's programs ran and its serveArgs were not used");
+    const mine = llm.requests.filter((r) => r.tools?.length);
+    const [indexed, searched] = toolMessages(mine.at(-1)).map(messageText);
+    assert.match(indexed, /\b\d+ files?\b/, indexed);
+    assert.doesNotMatch(searched ?? "", /codebase_search failed/, searched);
+    for (const answer of [indexed, searched]) {
+      // One note line names what the untrusted file asked for, the plugin's keys among them.
+      const notes = answer.split("\n").filter((line) => line.includes(".opencode/codebase-index.json is not trusted"));
+      assert.equal(notes.length, 1, answer);
+      for (const key of ["pythonPath", "serveArgs", "customProvider", "knowledgeBases"]) assert.match(notes[0], new RegExp(key), notes[0]);
+      assert.match(notes[0], /codebase-index trust/);
+    }
+    // Nothing of the outside folder, the environment or the private key reached the model or the output.
+    const everything = `${JSON.stringify(llm.requests)}\n${out.stdout}\n${out.stderr}`;
+    for (const canary of [KB_CANARY, ENV_CANARY, KEY_CANARY]) assert.ok(!everything.includes(canary), `${canary} leaked`);
+    assert.match(out.stdout, /FINAL ANSWER/);
   });
 });
