@@ -6,9 +6,11 @@ import { test } from "node:test";
 
 import { CodebaseIndexPlugin } from "../../plugin/dist/index.js";
 import { SidecarClient } from "../../plugin/dist/sidecar.js";
-import { tempDir, toolContext, VENV_PYTHON, waitFor, writeSampleProject } from "./helpers.mjs";
+import { isolateUserConfig, tempDir, toolContext, trustProjectFile, VENV_PYTHON, waitFor, writeSampleProject } from "./helpers.mjs";
 
 const hasVenv = existsSync(VENV_PYTHON);
+// The sidecar reads the trust record from the same user config folder as the plugin.
+const CONFIG_DIR = isolateUserConfig();
 
 async function loadPlugin(t, project, indexDir) {
   const hooks = await CodebaseIndexPlugin(
@@ -115,6 +117,8 @@ test(
         customProvider: { baseUrl: provider.url, model: "fake", dimensions: 8, requestIntervalMs: 0 },
       }),
     );
+    // A remote provider is used only from a project file the user trusted.
+    trustProjectFile(CONFIG_DIR, project);
     const hooks = await loadPlugin(t, project, path.join(tempDir(t), "index"));
     const { ctx } = toolContext();
     await hooks.tool.index_codebase.execute({}, ctx);
