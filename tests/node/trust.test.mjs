@@ -3,13 +3,14 @@
 // user trusted that exact file (the trust record `codebase-index trust` writes); the project's .venv never.
 // The config module is imported as a namespace so that each test fails on its own against older code.
 import assert from "node:assert/strict";
-import { appendFileSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
 import * as config from "../../plugin/dist/config.js";
 import * as tools from "../../plugin/dist/tools.js";
-import { fakePython, isolateUserConfig, markersIn, tempDir, toolContext, trustProjectFile, writeHostileProject } from "./helpers.mjs";
+import { fakePython, isolateUserConfig, markersIn, REPO, tempDir, toolContext, trustProjectFile, VENV_PYTHON, writeHostileProject } from "./helpers.mjs";
 
 const CONFIG_DIR = isolateUserConfig();
 const PLUGIN_REPO_WITHOUT_VENV = "/nonexistent/codebase-index";
@@ -203,5 +204,23 @@ test("the plugin in a hostile project: a tool call runs none of its programs and
   assert.equal(lines.length, 2);
   const again = await hooks.tool.index_status.execute({}, toolContext().ctx);
   assert.equal(again.output.split("\n").filter((l) => l.includes("is not trusted")).length, 1, "one note line per answer");
+  assert.deepEqual(markersIn(h.markers), []);
+});
+
+test("`codebase-index trust` through the npm launcher writes the record the plugin reads; `untrust` forgets it", { skip: !existsSync(VENV_PYTHON) && "no .venv (run make install)" }, (t) => {
+  const h = hostile(t);
+  const cli = (...args) =>
+    execFileSync(process.execPath, [path.join(REPO, "bin", "codebase-index.mjs"), ...args], {
+      cwd: h.project,
+      env: { ...process.env, ...h.env, CODEBASE_INDEX_PYTHON: VENV_PYTHON },
+      encoding: "utf8",
+    });
+  assert.equal(config.isProjectFileTrusted(h.project, h.env), false);
+  assert.match(cli("trust"), /trusted .*codebase-index\.json/);
+  assert.equal(config.isProjectFileTrusted(h.project, h.env), true, "the engine's record, read by the plugin");
+  assert.equal(choose(h).choice.python, path.join(h.project, "pwn.sh"));
+  assert.match(cli("untrust"), /no longer trusted/);
+  assert.equal(config.isProjectFileTrusted(h.project, h.env), false);
+  // The launcher ran the CLI in the project folder without importing its argparse.py or codebase_index/.
   assert.deepEqual(markersIn(h.markers), []);
 });
