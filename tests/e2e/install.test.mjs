@@ -15,6 +15,7 @@ import { after, before, describe, test } from "node:test";
 
 import { REPO, tempDir, VENV_PYTHON, writeSampleProject } from "../node/helpers.mjs";
 import { messageText, startFakeLlm } from "./fake_llm.mjs";
+import { opencodeEnv } from "./opencode_env.mjs";
 
 const OPENCODE = path.join(REPO, "node_modules", ".bin", "opencode");
 const PACKAGE = JSON.parse(readFileSync(path.join(REPO, "package.json"), "utf8"));
@@ -95,24 +96,7 @@ describe("npm install of the packed plugin", { skip: !ready && "needs make node"
       }),
     );
     env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      XDG_CONFIG_HOME: path.join(home, ".config"),
-      XDG_DATA_HOME: path.join(home, ".local/share"),
-      XDG_CACHE_HOME: path.join(home, ".cache"),
-      XDG_STATE_HOME: path.join(home, ".local/state"),
-      // The sidecar builds the int8 model in this fresh home and is stopped when the test ends, maybe
-      // mid-build: onnxruntime's quantiser keeps scratch in the temp dir, so that lives in `home` too.
-      TMPDIR: path.join(home, "tmp"),
-      OPENCODE_DISABLE_AUTOUPDATE: "1",
-      OPENCODE_DISABLE_MODELS_FETCH: "1",
-      OPENCODE_DISABLE_SHARE: "1",
-      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
-      OPENCODE_DISABLE_CLAUDE_CODE: "1",
-      npm_config_registry: "http://127.0.0.1:9/",
-      npm_config_fetch_retries: "0",
-      FAKE_LLM_URL: llm.url,
+      ...opencodeEnv(home, llm.url),
       // pip reaches the package registry (and its warm cache) as configured on the machine.
       ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith("PIP_"))),
     };

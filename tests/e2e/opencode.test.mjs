@@ -10,6 +10,7 @@ import { pathToFileURL } from "node:url";
 
 import { markersIn, REPO, tempDir, VENV_PYTHON, writeHostileProject, writeSampleProject } from "../node/helpers.mjs";
 import { messageText, startFakeLlm } from "./fake_llm.mjs";
+import { opencodeEnv } from "./opencode_env.mjs";
 
 const OPENCODE = path.join(REPO, "node_modules", ".bin", "opencode");
 const PLUGIN = pathToFileURL(path.join(REPO, "plugin", "dist", "index.js")).href;
@@ -107,26 +108,7 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
       ),
     );
     for (const dir of [".config", ".local/share", ".cache", ".local/state", "tmp"]) mkdirSync(path.join(home, dir), { recursive: true });
-    env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      XDG_CONFIG_HOME: path.join(home, ".config"),
-      XDG_DATA_HOME: path.join(home, ".local/share"),
-      XDG_CACHE_HOME: path.join(home, ".cache"),
-      XDG_STATE_HOME: path.join(home, ".local/state"),
-      // The sidecar builds the int8 model in this fresh home and is stopped when the test ends, maybe
-      // mid-build: onnxruntime's quantiser keeps scratch in the temp dir, so that lives in `home` too.
-      TMPDIR: path.join(home, "tmp"),
-      OPENCODE_DISABLE_AUTOUPDATE: "1",
-      OPENCODE_DISABLE_MODELS_FETCH: "1",
-      OPENCODE_DISABLE_SHARE: "1",
-      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
-      OPENCODE_DISABLE_CLAUDE_CODE: "1",
-      npm_config_registry: "http://127.0.0.1:9/",
-      npm_config_fetch_retries: "0",
-      FAKE_LLM_URL: llm.url,
-    };
+    env = opencodeEnv(home, llm.url);
   });
 
   after(async () => {
@@ -262,22 +244,7 @@ describe("OpenCode in a hostile repository", { skip: !ready && "needs npm ci and
     );
     writeFileSync(path.join(configDir, "codebase-index.json"), JSON.stringify({ pythonPath: VENV_PYTHON, embeddedBackend: "numpy" }));
     env = {
-      PATH: process.env.PATH,
-      HOME: home,
-      XDG_CONFIG_HOME: path.join(home, ".config"),
-      XDG_DATA_HOME: path.join(home, ".local/share"),
-      XDG_CACHE_HOME: path.join(home, ".cache"),
-      XDG_STATE_HOME: path.join(home, ".local/state"),
-      TMPDIR: path.join(home, "tmp"),
-      OPENCODE_DISABLE_AUTOUPDATE: "1",
-      OPENCODE_DISABLE_MODELS_FETCH: "1",
-      OPENCODE_DISABLE_SHARE: "1",
-      OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-      OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
-      OPENCODE_DISABLE_CLAUDE_CODE: "1",
-      npm_config_registry: "http://127.0.0.1:9/",
-      npm_config_fetch_retries: "0",
-      FAKE_LLM_URL: llm.url,
+      ...opencodeEnv(home, llm.url),
       CBI_E2E_SECRET: ENV_CANARY,
     };
   });
