@@ -7,11 +7,15 @@ drops files silently; `search.bm25` and the OpenCode plugin's own keys (`pythonP
 `initializeTimeoutMs`, `backoffBaseMs`, `backoffCapMs`, `serveArgs`, read by plugin/src/config.ts) are ours.
 
 Files are JSONC (comments, trailing commas). A string that is exactly `{env:NAME}` is replaced by that
-environment variable. Every mistake is a `ConfigError` naming the file and the key path: unknown keys
-(with a suggestion), wrong types, values out of range or not among the allowed ones. Merging: the project
-file wins per key, nested objects merge per key, `knowledgeBases` and `additionalInclude` concatenate
-(global first, duplicates dropped). Every field carries a description so `config_reference()` can generate
-the README's table.
+environment variable. The project file is untrusted input (a cloned repository wrote it): the settings of
+it that send code off the machine, read the environment or outside folders, or name a program
+(`TRUST_KEYS`, remote providers, `{env:...}`) are used only once the user trusted that exact file
+(trust.py, `codebase-index trust`); until then they are withheld and named (`ConfigLoad.notice`).
+
+Every mistake is a `ConfigError` naming the file and the key path: unknown keys (with a suggestion),
+wrong types, values out of range or not among the allowed ones. Merging: the project file wins per key,
+nested objects merge per key, the MERGED_LISTS concatenate (global first, duplicates dropped). Every
+field carries a description so `config_reference()` can generate the README's table.
 """
 
 from __future__ import annotations
@@ -530,8 +534,9 @@ def withhold_untrusted(data: dict[str, Any], root: Path) -> tuple[dict[str, Any]
     return kept, tuple(withheld)
 
 
-def _project_settings(root: Path, gdir: Path, where: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
-    """The project file's settings as far as its trust allows; None when the project has none."""
+def _read_project(root: Path, where: str) -> tuple[bytes, dict[str, Any]] | None:
+    """The project file's bytes (read once, never through a link) and its parsed settings, placeholders
+    untouched; None when the project has none."""
     try:
         raw = read_project_file(root)
     except TrustError as exc:
@@ -542,7 +547,15 @@ def _project_settings(root: Path, gdir: Path, where: str) -> tuple[dict[str, Any
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{where}: cannot read: {exc}") from exc
-    data = _parse(text, where)
+    return raw, _parse(text, where)
+
+
+def _project_settings(root: Path, gdir: Path, where: str) -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """The project file's settings as far as its trust allows; None when the project has none."""
+    found = _read_project(root, where)
+    if found is None:
+        return None
+    raw, data = found
     if is_trusted(root, raw, gdir):
         return _validated(data, where), ()
     kept, withheld = withhold_untrusted(data, root)
@@ -597,16 +610,10 @@ def trust_preview(root: Path | str) -> tuple[bytes, tuple[str, ...]]:
     that need trust. Raises ConfigError when there is no file or it is invalid even when trusted."""
     root = Path(root).resolve()
     where = PROJECT_CONFIG.as_posix()
-    try:
-        raw = read_project_file(root)
-    except TrustError as exc:
-        raise ConfigError(str(exc)) from exc
-    if raw is None:
+    found = _read_project(root, where)
+    if found is None:
         raise ConfigError(f"{root} has no {where}: there is nothing to trust")
-    try:
-        data = _parse(raw.decode("utf-8-sig"), where)
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{where}: cannot read: {exc}") from exc
+    raw, data = found
     _validated(data, where)
     return raw, withhold_untrusted(data, root)[1]
 
