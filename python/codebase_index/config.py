@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 import msgspec.inspect as mi
 
+from .embeddings import BUILTIN_MODELS
 from .patterns import DEFAULT_INCLUDE
 from .trust import TrustError, is_trusted, read_project_file, sensitive_folder
 
@@ -186,7 +187,13 @@ class Config(_Section, frozen=True):
             "provider here to send code to one)"
         ),
     ] = "auto"
-    embedding_model: Annotated[str | None, _m("Embedding model; null = the provider's default")] = None
+    embedding_model: Annotated[
+        str | None,
+        _m(
+            'Embedding model; null = the provider\'s default. Embedded: "code-static" (the default, our '
+            'static code model), "minilm" (all-MiniLM-L6-v2), or a sentence-transformers folder'
+        ),
+    ] = None
     embedded_backend: Annotated[
         Literal["auto", "onnx", "numpy"],
         _m("Engine of the bundled model: onnx (int8, fast), numpy (fp32), auto = onnx where it loads"),
@@ -431,7 +438,7 @@ EXTRA_CONFIG_ENV = "CODEBASE_INDEX_CONFIG"
 
 # Keys of a project file that send code or data off the machine, read outside the project or name a
 # program: honoured only once the user trusted the file (trust.py). `embeddingModel` names a model folder
-# for the embedded provider (anywhere on disk) or what a remote one runs.
+# for the embedded provider (anywhere on disk) or what a remote one runs; the built-in model names are fine.
 TRUST_KEYS = (
     "includeSecrets",
     "knowledgeBaseRoots",
@@ -514,7 +521,7 @@ def withhold_untrusted(data: dict[str, Any], root: Path) -> tuple[dict[str, Any]
         del kept["embeddingProvider"]
         withheld.append("embeddingProvider")
     for key in TRUST_KEYS:
-        if key in kept:
+        if key in kept and not (key == "embeddingModel" and kept[key] in BUILTIN_MODELS):
             del kept[key]
             withheld.append(key)
     for dotted in list(_env_paths(kept, "")):

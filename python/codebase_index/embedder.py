@@ -125,6 +125,8 @@ class EmbeddingStatus(msgspec.Struct, rename="camel"):
     # The embedded model's engine ("onnx-int8", "numpy-fp32") and why it is not the preferred one.
     backend: str | None = None
     backend_note: str | None = None
+    # Why the index uses another model than the configured default (an index MiniLM embedded keeps it).
+    model_note: str | None = None
 
 
 def model_mismatch(store: Store, provider: EmbeddingProvider) -> str | None:
@@ -553,11 +555,21 @@ def create_provider(config: Config) -> EmbeddingProvider | None:
     in a config file. Raises EmbeddingError with the fix when the chosen provider cannot be built (for
     `auto` and `embedded`: the command that installs the model), so search says why it is keyword-only.
     """
-    from .embeddings import create_embedded_provider
+    from .embeddings import (
+        DEFAULT_MODEL,
+        MINILM_MODEL,
+        STATIC_MODEL,
+        create_embedded_provider,
+        create_static_provider,
+    )
 
     name = config.embedding_provider
     if name in ("auto", "embedded"):
-        return create_embedded_provider(config.embedding_model or None, backend=config.embedded_backend)
+        model = config.embedding_model or DEFAULT_MODEL
+        if model == STATIC_MODEL:
+            return create_static_provider()
+        folder = None if model == MINILM_MODEL else model  # else a sentence-transformers folder
+        return create_embedded_provider(folder, backend=config.embedded_backend)
     from .embeddings.remote import create_remote_provider
 
     return create_remote_provider(remote_settings(config))

@@ -244,9 +244,9 @@ def format_embeddings(emb: Any) -> str:
         line += f"; {emb.failures} failed, retried on the next run: {emb.last_failure}"
     if emb.error:
         line += f"; error: {emb.error}"
-    note = getattr(emb, "backend_note", None)
-    if note:
-        line += f"; note: {note}"
+    for note in (getattr(emb, "backend_note", None), getattr(emb, "model_note", None)):
+        if note:
+            line += f"; note: {note}"
     return line
 
 

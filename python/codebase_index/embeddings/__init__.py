@@ -1,9 +1,10 @@
-"""Embedding providers: the embedded offline default (MiniLM) and, separately, remote APIs.
+"""Embedding providers: the embedded offline models (the static code model by default, MiniLM on request)
+and, separately, remote APIs.
 
 Importing this package loads no weights and no tokenizer: providers load on first use, so a CLI that
 only runs BM25 search pays nothing for them.
 
-The embedded model has two backends: ONNX Runtime with int8 matmuls (onnx_backend.py, faster) and the
+MiniLM has two backends: ONNX Runtime with int8 matmuls (onnx_backend.py, faster) and the
 numpy fp32 forward pass (minilm.py, the fallback wherever onnxruntime cannot load). Their vectors agree
 (cos >= 0.99), so they share the model id and an index.
 """
@@ -19,15 +20,39 @@ if TYPE_CHECKING:
     from .minilm import MiniLMEmbedder
 
 __all__ = [
+    "BUILTIN_MODELS",
+    "DEFAULT_MODEL",
     "EMBEDDED_MODEL_ID",
+    "MINILM_MODEL",
+    "STATIC_MODEL",
     "EmbeddingError",
     "EmbeddingProvider",
     "MiniLMEmbedder",
+    "builtin_model_of",
     "create_embedded_provider",
+    "create_static_provider",
     "reserve_cores_for_queries",
 ]
 
 EMBEDDED_MODEL_ID = "embedded:all-MiniLM-L6-v2"
+"""MiniLM's model id (the default embedded model before the static code model)."""
+STATIC_MODEL = "code-static"
+MINILM_MODEL = "minilm"
+BUILTIN_MODELS = frozenset({STATIC_MODEL, MINILM_MODEL})
+"""`embeddingModel` values naming a model that ships with (or installs beside) the engine, not a folder."""
+DEFAULT_MODEL = MINILM_MODEL
+"""The embedded model when the configuration names none."""
+
+
+def builtin_model_of(model_id: str | None) -> str | None:
+    """The built-in model name whose vectors carry `model_id`, or None (another model, or none)."""
+    if model_id == EMBEDDED_MODEL_ID:
+        return MINILM_MODEL
+    if model_id is not None and model_id.startswith(f"embedded:{STATIC_MODEL}"):
+        return STATIC_MODEL
+    return None
+
+
 EmbeddedBackend = Literal["auto", "onnx", "numpy"]
 _reserved_cores = 0
 
@@ -43,6 +68,13 @@ def default_threads() -> int:
     from .onnx_backend import available_cores
 
     return max(1, available_cores() - _reserved_cores)
+
+
+def create_static_provider(folder: Path | str | None = None) -> EmbeddingProvider:
+    """The static code model (the default): numpy and tokenizers, loaded once per process and folder."""
+    from .static import StaticEmbedder
+
+    return StaticEmbedder(Path(folder) if folder is not None else None)
 
 
 def create_embedded_provider(

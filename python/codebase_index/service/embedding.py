@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
+import msgspec
 import numpy as np
 
 from .. import embedder, knowledge
@@ -43,11 +44,35 @@ class QueryEmbeddingError(Exception):
     """The query could not be embedded (provider failed or cooling down); the message is search's note."""
 
 
+def stored_model_kept(engine: Engine) -> str | None:
+    """The built-in model an existing index keeps using, or None: an index whose vectors another built-in
+    model made (MiniLM, the default before the static code model) keeps that model while the
+    configuration names none, until `index --force` re-embeds it with the default
+    (`Engine.keep_stored_model` is then off)."""
+    from ..embeddings import DEFAULT_MODEL, builtin_model_of
+
+    config = engine.config
+    if not engine.keep_stored_model or config.embedding_provider not in ("auto", "embedded"):
+        return None
+    if config.embedding_model is not None or not engine.has_index():
+        return None
+    stored = builtin_model_of(engine.store.get_meta(META_MODEL))
+    return stored if stored is not None and stored != DEFAULT_MODEL else None
+
+
 def embedding_provider(engine: Engine) -> EmbeddingProvider | None:
     """The configured provider, built once; None (with `engine._provider_error`) when none is usable."""
     if not engine._provider_ready:
+        config, engine.model_note = engine.config, None
+        kept = stored_model_kept(engine)
+        if kept is not None:
+            config = msgspec.structs.replace(config, embedding_model=kept)
+            engine.model_note = (
+                f"this index holds vectors of the {kept} model, made while it was the default: it keeps "
+                "using it; `codebase-index index --force` re-embeds it with the default model"
+            )
         try:
-            engine._provider = shared_provider(engine.config)  # one per process per setup
+            engine._provider = shared_provider(config)  # one per process per setup
             if engine._provider is None:
                 engine._provider_error = "no embedding provider available (keyword search only)"
         except EmbeddingError as exc:

@@ -88,6 +88,10 @@ class Engine:
         self._provider: EmbeddingProvider | None = None
         self._provider_error: str | None = None
         self._provider_ready = False
+        # An index MiniLM embedded keeps MiniLM until `index(force=True)` (embedding.stored_model_kept);
+        # `model_note` says so in status.
+        self.keep_stored_model = True
+        self.model_note: str | None = None
         self._vectors: tuple[KeywordSnapshot, VectorSnapshot] | None = None
         self._vectors_lock = threading.Lock()
         self._query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
@@ -194,6 +198,10 @@ class Engine:
         if report.files_changed or report.files_removed:
             self.maybe_gc()
         self._register(report.branch)
+        if force and self.keep_stored_model:
+            self.keep_stored_model = False  # the configured (default) model from now on
+            if self.model_note is not None:  # the provider built was the stored model's
+                self._provider_ready = False
         provider = self.embedding_provider() if force else None
         if provider is not None:
             old = self.store.get_meta(META_MODEL)

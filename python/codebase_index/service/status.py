@@ -115,6 +115,7 @@ def status(engine: Engine) -> IndexStatus:
         endpoint=provider_endpoint(provider) if provider is not None else None,
         backend=getattr(provider, "backend", None),
         backend_note=getattr(provider, "backend_note", None),
+        model_note=engine.model_note,
     )
     graph = None
     if graph_enabled():
