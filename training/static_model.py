@@ -132,13 +132,23 @@ class Model:
         return pool(self.scaled(), bags)[0]
 
 
+def segment_sums(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Row sums of `values` between consecutive `starts` (the last segment runs to the end). A loop of
+    slice sums: numpy's reduceat along axis 0 is ~15x slower on (60k, 384) float32."""
+    ends = np.r_[starts[1:], values.shape[0]]
+    out = np.empty((starts.size,) + values.shape[1:], dtype=values.dtype)
+    for i, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        out[i] = values[start:end].sum(axis=0)
+    return out
+
+
 def pool(scaled: np.ndarray, bags: Bags) -> tuple[np.ndarray, np.ndarray]:
     """Unit vectors of the bags' texts (rows with no token stay zero) and their norms before scaling."""
     out = np.zeros((bags.n, scaled.shape[1]), dtype=np.float32)
     if bags.rows.size:
         contrib = scaled[bags.tokens] * bags.counts[:, None]
         starts = np.flatnonzero(np.r_[True, bags.rows[1:] != bags.rows[:-1]])
-        out[bags.rows[starts]] = np.add.reduceat(contrib, starts, axis=0)
+        out[bags.rows[starts]] = segment_sums(contrib, starts)
     norms = np.linalg.norm(out, axis=1)
     safe = np.where(norms > 0, norms, 1.0).astype(np.float32)
     return out / safe[:, None], safe
@@ -149,7 +159,7 @@ def _grouped_sum(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
-    return sorted_keys[starts], np.add.reduceat(values[order], starts, axis=0)
+    return sorted_keys[starts], segment_sums(values[order], starts)
 
 
 def _backward(

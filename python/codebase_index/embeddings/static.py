@@ -115,21 +115,18 @@ class StaticEmbedder:
         """Each text's token ids (no special tokens), at most MAX_TOKENS."""
         prepared = [prepare(t) for t in texts]
         with self._lock:
-            encodings = self._tokenizer.encode_batch(prepared, add_special_tokens=False)
+            # encode_batch_fast (tokenizers >= 0.21) skips the character offsets we never read.
+            encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
+            encodings = encode(prepared, add_special_tokens=False)
         return [e.ids[:MAX_TOKENS] for e in encodings]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self._dimensions), dtype=np.float32)
-        if not texts:
-            return out
-        ids = self.token_ids(texts)
-        lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter((t for row in ids for t in row), dtype=np.int64, count=int(lengths.sum()))
-        present = lengths > 0
-        if flat.size:
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            sums = np.add.reduceat(self._table[flat], starts[present], axis=0)
-            out[present] = sums
+        table = self._table
+        for row, ids in enumerate(self.token_ids(texts)):
+            if ids:
+                # One gather and sum per text: a batch-wide gather + reduceat was 25x slower (memory).
+                out[row] = table[np.asarray(ids, dtype=np.int64)].sum(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
