@@ -133,8 +133,15 @@ def cmd_index(args: argparse.Namespace) -> int:
     engine = _engine(args)
     embed_line = ""
     try:
-        report = engine.index(force=args.force, progress=Progress(sys.stderr), graph=not args.keyword_only)
-        if not args.keyword_only:
+        report = engine.index(
+            force=args.force,
+            progress=Progress(sys.stderr),
+            graph=not args.keyword_only,
+            embed=not args.keyword_only,
+        )
+        if report.embedded:
+            embed_line = f"embedded {report.embedded} chunks in the index pass"
+        elif not args.keyword_only:
             embed_line = _wait_for_embeddings(engine, quiet=args.json)
     finally:
         engine.close()

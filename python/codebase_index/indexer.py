@@ -58,6 +58,9 @@ class IndexReport(msgspec.Struct):
     graph: EdgeRefresh | None = None
     # Files per knowledge base (by label) after this run; filled by the engine.
     knowledge_bases: dict[str, int] = msgspec.field(default_factory=dict)
+    # Chunks embedded in this pass: an in-process model cheap enough (the static code model) embeds what
+    # the run wrote before it returns; filled by the engine.
+    embedded: int = 0
 
 
 # Files no chunker knows (a type the user added with include/additionalInclude) are cut into line windows.

@@ -64,6 +64,8 @@ class StaticEmbedder:
 
     backend = "numpy-static"
     backend_note: str | None = None
+    inline = True
+    """Cheap enough to embed in the index pass itself (Engine._embed_inline), not as a later phase."""
 
     def __init__(self, folder: Path | None = None) -> None:
         folder = Path(folder) if folder is not None else MODEL_FOLDER

@@ -160,7 +160,12 @@ class Engine:
     # -- indexing -----------------------------------------------------------------------------------
 
     def index(
-        self, *, force: bool = False, progress: ProgressFn | None = None, graph: bool = True
+        self,
+        *,
+        force: bool = False,
+        progress: ProgressFn | None = None,
+        graph: bool = True,
+        embed: bool = True,
     ) -> IndexReport:
         """Keyword index at once; vectors come from `embed()` (the CLI waits for it, the sidecar runs it
         in the background). `force` also makes the configured embedding model the index's model.
@@ -208,7 +213,24 @@ class Engine:
             switch_model(self.store, provider)
             if old and old != provider.model_id:
                 AnnIndex.remove(self.index_dir, old)
+        if embed:
+            report.embedded = self._embed_inline(progress)
         return report
+
+    def _embed_inline(self, progress: ProgressFn | None) -> int:
+        """Embed what an index pass wrote, in the pass, when the model is in-process and cheap enough
+        (`inline` on the provider: the static code model): the index is hybrid-ready when the pass
+        returns and never partly embedded. Slower models (MiniLM, remote APIs) embed in the background
+        job instead. A model mismatch is left to `status` (rebuild needed) and the background job."""
+        provider = self.embedding_provider()
+        if provider is None or not getattr(provider, "inline", False):
+            return 0
+        try:
+            done = self.embed(progress=(lambda d, t: progress("embed", d, t)) if progress else None)
+        except StoreError as exc:  # EmbeddingMismatchError: the index holds another model's vectors
+            log.info("inline embedding skipped: %s", exc)
+            return 0
+        return done.embedded if done is not None else 0
 
     def _register(self, branch: str) -> None:
         """List this project in the registry of indexed repositories (`repos`); a registry that cannot
@@ -254,6 +276,7 @@ class Engine:
                 report.knowledge_bases[kb.label] = kb_report.files
         if graph_enabled() and (report.files_changed or report.files_removed or report.graph is None):
             self.graphs.schedule(self.branch)  # edges follow in the background; queries wait for them
+        report.embedded = self._embed_inline(progress)
         return report
 
     # -- knowledge bases, upkeep ----------------------------------------------------------------------
