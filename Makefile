@@ -46,6 +46,7 @@ bench: install
 	$(PY) bench/bench_vectors.py
 	$(PY) bench/bench_onnx.py
 	$(PY) bench/bench_search_path.py
+	$(PY) bench/bench_static_embedder.py
 
 # The shared index at scale (bench/bench_scale.py, results and their reading in bench/scale.md): a synthetic
 # corpus published to Qdrant Edge, Qdrant's storage and search engine as an in-process shard, since no
