@@ -30,8 +30,8 @@ demo: install
 	$(VENV)/bin/codebase-index search "bm25 tokenizer camelCase split" --top 5
 
 lint: dev
-	$(VENV)/bin/ruff check python tests bench setup.py
-	$(VENV)/bin/ruff format --check python tests bench setup.py
+	$(VENV)/bin/ruff check python tests bench training setup.py
+	$(VENV)/bin/ruff format --check python tests bench training setup.py
 
 typecheck: dev
 	$(VENV)/bin/mypy

@@ -544,7 +544,7 @@ def comment_groups(lines: list[str], language: str, body_from: int) -> list[tupl
             return
         kept = [p for p in prose if p and not looks_like_code(p)]
         text = clean_markup(" ".join(kept))
-        text = re.sub(r"^(TODO|FIXME|XXX|HACK|NOTE|NB)\b[:(]?[^):]*\)?:?\s*", "", text)
+        text = re.sub(r"^(TODO|FIXME|XXX|HACK|NOTE|NB)\b(\([^)]*\))?:?\s*", "", text)
         if len(kept) == len([p for p in prose if p]) and len(words(text)) >= 4 and not _SKIP_DOC.search(text):
             groups.append((list(run), limit_words(text)))
         run.clear()
@@ -613,16 +613,22 @@ def doc_pairs(path: str, language: str, chunks: list[ChunkSpan]) -> Iterator[Pai
 
 
 def comment_pairs(path: str, language: str, chunks: list[ChunkSpan]) -> Iterator[Pair]:
-    """A group of comments inside a function -> that chunk without those lines."""
+    """A group of comments inside a function -> that chunk without those lines. Blocks count too (code
+    the chunker cuts into windows, e.g. a module that is one big object literal), from their second code
+    line on, so a file's header comment is never a query."""
     for c in chunks:
-        if c.kind not in FUNCTION_KINDS:
+        if c.kind not in FUNCTION_KINDS and c.kind != "block":
             continue
         lines = c.text.split("\n")
         start = 0
         lead = leading_doc(lines, language)
         if lead is not None:
             start = lead[0][-1] + 1
-        if language == "python":
+        if c.kind == "block":
+            while start < len(lines) and not lines[start].strip():
+                start += 1
+            body = start + 1
+        elif language == "python":
             found = python_docstring(c.text)
             body = found[1] + 1 if found is not None else signature_end(lines, start, language) + 1
         else:
