@@ -44,6 +44,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -102,11 +103,16 @@ EXTRA_SKIP_DIRS = frozenset(
         "__snapshots__",
         "__mocks__",
         "node_modules",
+        "_vendor",
+        "_vendored",
+        "vendors",
+        "bundled",
+        "contrib",
     }
 )
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|specs?|testing|testutils?|test_?helpers?|androidTest|integration-tests?)(/|$)"
-    r"|(^|/)test_[^/]*$|(^|/)conftest\.py$|_test\.[^/.]+$|[._-](test|spec)s?\.[^/]+$"
+    r"|(^|/)test_[^/]*$|(^|/)conftest\.py$|_test\.[^/.]+$|[._-](test|spec)s?\.[^/]+$|(^|/)(test|spec)s?\.[^/]+$"
     r"|(Tests?|Spec|IT)\.[A-Za-z]+$"
 )
 
@@ -386,8 +392,15 @@ def first_sentence(lines: list[str]) -> str | None:
             if para:
                 break
             continue
-        if _DOC_STOP.match(s):
-            break
+        tagged = re.match(r"@(summary|description)\b\s*", s)  # JSDoc's summary tags hold the prose
+        if tagged and not para:
+            s = s[tagged.end() :]
+            if not s:
+                continue
+        elif _DOC_STOP.match(s):
+            if para or not s.startswith("@"):
+                break
+            continue  # leading tags (@name, @category) before the prose
         para.append(s)
         if len(para) >= 4:
             break
@@ -399,9 +412,22 @@ def first_sentence(lines: list[str]) -> str | None:
     if len(words(query)) < 4:
         query = clean_markup(" ".join(para[:2]))
     query = limit_words(query).rstrip()
-    if len(words(query)) < 4 or _SKIP_DOC.search(query):
+    if len(words(query)) < 4 or _SKIP_DOC.search(query) or looks_like_code(query):
         return None
     return query
+
+
+_FUNCTION_WORDS = frozenset(
+    {"a", "an", "the", "to", "of", "in", "on", "for", "with", "and", "or", "if", "is", "are", "be", "not"}
+    | {"no", "this", "that", "it", "we", "so", "when", "then", "than", "as", "at", "by", "from", "into"}
+    | {"only", "all", "any", "each", "but", "can", "will", "should", "must", "may", "use", "used"}
+)
+
+
+def is_prose(text: str) -> bool:
+    """Words of a sentence, not a list of identifiers (`rejected_callbacks.disable fired.disable`): some
+    function word ("the", "to", "if"...) among them."""
+    return any(w.lower() in _FUNCTION_WORDS for w in words(text))
 
 
 def looks_like_code(text: str) -> bool:
@@ -499,7 +525,9 @@ def python_docstring(text: str) -> tuple[int, int, str] | None:
     """(first, last) 0-based line indices and cleaned text of the docstring of the definition a Python
     chunk holds (its first def/class), or None (none, or not parseable on its own, or on the def line)."""
     try:
-        tree = ast.parse(textwrap.dedent(text))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # odd escapes in code we only read
+            tree = ast.parse(textwrap.dedent(text))
     except (SyntaxError, ValueError):
         return None
     for node in tree.body:
@@ -545,7 +573,12 @@ def comment_groups(lines: list[str], language: str, body_from: int) -> list[tupl
         kept = [p for p in prose if p and not looks_like_code(p)]
         text = clean_markup(" ".join(kept))
         text = re.sub(r"^(TODO|FIXME|XXX|HACK|NOTE|NB)\b(\([^)]*\))?:?\s*", "", text)
-        if len(kept) == len([p for p in prose if p]) and len(words(text)) >= 4 and not _SKIP_DOC.search(text):
+        if (
+            len(kept) == len([p for p in prose if p])
+            and len(words(text)) >= 4
+            and not _SKIP_DOC.search(text)
+            and is_prose(text)
+        ):
             groups.append((list(run), limit_words(text)))
         run.clear()
 
@@ -939,7 +972,7 @@ def head_files(git_dir: Path, commit: str) -> list[tuple[str, str]]:
         parts = meta.split()
         if len(parts) != 4 or parts[1] != "blob" or parts[0] not in ("100644", "100755"):
             continue
-        if parts[3] == "-" or int(parts[3]) > DEFAULT_MAX_FILE_SIZE:
+        if not parts[3].isdigit() or int(parts[3]) > DEFAULT_MAX_FILE_SIZE:  # "BAD": not in the snapshot
             continue
         if file_language(path) is not None:
             files.append((parts[2], path))
@@ -1121,6 +1154,53 @@ def format_table(counts: dict[str, dict[str, int]]) -> str:
     return "\n".join(lines)
 
 
+def quotas(counts: dict[Any, int], size: int) -> dict[Any, int]:
+    """An equal share of `size` per cell, a cell with fewer items giving its rest to the others.
+
+    >>> quotas({"a": 1, "b": 10, "c": 10}, 9)
+    {'a': 1, 'b': 4, 'c': 4}
+    """
+    out: dict[Any, int] = {}
+    left = size
+    cells = sorted(counts, key=lambda k: (counts[k], str(k)))
+    for i, cell in enumerate(cells):
+        out[cell] = min(counts[cell], left // (len(cells) - i))
+        left -= out[cell]
+    return {k: out[k] for k in counts}
+
+
+def sample_fixture(
+    specs: list[dict[str, Any]], out: Path, dest: Path, size: int, seed: int, max_chars: int
+) -> Counter[tuple[str, str]]:
+    """A seeded sample of the train pairs, stratified over kind x language (an equal share per cell),
+    of pairs whose text is at most `max_chars` (keeps the committed file small), written to `dest`."""
+    files = [out / f"{slug(s['repo'])}.jsonl" for s in specs if s.get("split", "train") == "train"]
+    files = [f for f in files if f.is_file()]
+
+    def records() -> Iterator[tuple[tuple[str, str], str]]:
+        for path in files:
+            with path.open() as fh:
+                for line in fh:
+                    r = json.loads(line)
+                    if len(r["text"]) <= max_chars:
+                        yield (r["kind"], r["language"]), line
+
+    counts = Counter(cell for cell, _ in records())
+    share = quotas(dict(counts), size)
+    rng = random.Random(f"{seed}:fixture")
+    chosen = {cell: set(rng.sample(range(counts[cell]), share[cell])) for cell in sorted(counts)}
+    seen: Counter[tuple[str, str]] = Counter()
+    kept: Counter[tuple[str, str]] = Counter()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with dest.open("w") as fh:
+        for cell, line in records():
+            if seen[cell] in chosen[cell]:
+                fh.write(line)
+                kept[cell] += 1
+            seen[cell] += 1
+    return kept
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1134,6 +1214,9 @@ def main() -> int:
     parser.add_argument("--repo", action="append", help="only these repositories (owner/name)")
     parser.add_argument("--force", action="store_true", help="mine repositories whose output exists again")
     parser.add_argument("--manifest-only", action="store_true", help="only (re)write manifest.json")
+    parser.add_argument("--fixture", type=Path, help="write a stratified sample of the train pairs here")
+    parser.add_argument("--fixture-size", type=int, default=2000)
+    parser.add_argument("--fixture-max-chars", type=int, default=1200)
     args = parser.parse_args()
     specs = json.loads(args.repos.read_text())
     reserved, held = load_reserved(args.reserved), bench_held_out()
@@ -1150,6 +1233,15 @@ def main() -> int:
         if (not args.split or s.get("split", "train") in args.split)
         and (not args.repo or s["repo"] in args.repo)
     ]
+    if args.fixture is not None:
+        kept = sample_fixture(
+            specs, args.out, args.fixture, args.fixture_size, args.seed, args.fixture_max_chars
+        )
+        table: dict[str, dict[str, int]] = {}
+        for (kind, language), n in kept.items():
+            table.setdefault(kind, {})[language] = n
+        print(f"{sum(kept.values())} pairs -> {args.fixture}\n{format_table(table)}")
+        return 0
     if not args.manifest_only:
         for n, spec in enumerate(selected, 1):
             target = args.out / f"{slug(spec['repo'])}.jsonl"
@@ -1166,7 +1258,11 @@ def main() -> int:
                     "skipped"
                 )
                 continue
-            records, meta = mine_repo(spec, git_dir, args.seed)
+            try:
+                records, meta = mine_repo(spec, git_dir, args.seed)
+            except Exception as exc:  # one repository's surprise must not stop the run; it stays unmined
+                print(f"[{n}/{len(selected)}] {spec['repo']}: FAILED {type(exc).__name__}: {exc}", flush=True)
+                continue
             tmp = target.with_suffix(".jsonl.tmp")
             with tmp.open("w") as fh:
                 for r in records:
