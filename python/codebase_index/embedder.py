@@ -82,6 +82,12 @@ def embedding_header(path: str, symbol: str, kind: str) -> str:
     return f"{path}: {kind} {name}\n" if name else f"{path}\n"
 
 
+def header_for(provider: object) -> bool:
+    """Whether `provider`'s model reads the path + symbol header: the static code model was trained on
+    chunks with it (`embed_header`); the others follow EMBED_HEADER."""
+    return bool(getattr(provider, "embed_header", EMBED_HEADER))
+
+
 def embedding_text(path: str, symbol: str, kind: str, text: str, *, header: bool | None = None) -> str:
     """Exactly what the model embeds for a chunk: the text, behind the header when `header` (default
     `EMBED_HEADER`) is on."""
@@ -265,14 +271,17 @@ def pending_sources(store: Store, catalogs: Catalogs, model_id: str) -> dict[str
         return out
     for catalog in _catalog_list(catalogs):
         rows = store.conn.execute(
-            """SELECT c.chunk_hash FROM files f JOIN chunks c ON c.content_key = f.content_key
+            """SELECT c.chunk_hash, f.path, c.kind, c.symbol FROM files f
+               JOIN chunks c ON c.content_key = f.content_key
                WHERE f.branch = ? AND NOT EXISTS (
                    SELECT 1 FROM embeddings e WHERE e.chunk_hash = c.chunk_hash AND e.model_id = ?)
                ORDER BY f.path, c.ordinal""",
             (catalog, model_id),
         )
-        for (chunk_hash,) in rows:  # the text alone is embedded: path and symbol do not matter
-            out.setdefault(chunk_hash, EmbedSource(chunk_hash, "", "", ""))
+        # Keyed by the text alone; a model that reads the header (`header_for`) gets the first place
+        # the text occurs (identical chunks at two paths share one vector).
+        for row in rows:
+            out.setdefault(row[0], EmbedSource(*row))
     return out
 
 
@@ -478,8 +487,9 @@ class EmbeddingJob:
         """Embed and commit one batch of embedding keys; returns (embedded, failed) counts."""
         texts = texts_for(store, [sources[h].chunk_hash for h in batch])
         hashes = [h for h in batch if sources[h].chunk_hash in texts]  # a chunk purged meanwhile is gone
+        header = header_for(self.provider)
         items = [
-            embedding_text(src.path, src.symbol, src.kind, texts[src.chunk_hash])
+            embedding_text(src.path, src.symbol, src.kind, texts[src.chunk_hash], header=header)
             for src in (sources[h] for h in hashes)
         ]
         model_id = self.provider.model_id

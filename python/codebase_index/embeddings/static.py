@@ -65,6 +65,8 @@ class StaticEmbedder:
     backend = "numpy-static"
     backend_note: str | None = None
     inline = True
+    embed_header = True
+    """Chunks are embedded behind their `path: kind symbol` header, as in training (embedder.header_for)."""
     """Cheap enough to embed in the index pass itself (Engine._embed_inline), not as a later phase."""
 
     def __init__(self, folder: Path | None = None) -> None:

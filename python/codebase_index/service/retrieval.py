@@ -499,7 +499,9 @@ def similar(
             row = snap.docs[source]
             text = chunk_texts(engine.store, [row.chunk_id]).get(row.chunk_id, "")
             path = stored_path(row.path, kb_prefixes(engine))
-            text = embedder.embedding_text(path, row.symbol, row.kind, text)
+            text = embedder.embedding_text(
+                path, row.symbol, row.kind, text, header=embedder.header_for(provider)
+            )
             vector = provider.embed_documents([text])[0]
 
         def exclude(doc: int) -> bool:
