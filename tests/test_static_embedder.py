@@ -1,0 +1,149 @@
+"""The static code embedding model: the trainer is deterministic (re-training on the committed pair sample
+gives the committed fixture model), the run time embeds what the trainer's pooling computes, refuses a
+model whose files do not match their recorded sha256, and an index embeds in its own pass with it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from codebase_index.config import Config
+from codebase_index.embeddings import EmbeddingError
+from codebase_index.embeddings.safetensors_reader import read_safetensors
+from codebase_index.embeddings.static import CARD, WEIGHTS, StaticEmbedder, prepare
+from codebase_index.service import Engine
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "training"))
+
+import static_model as sm  # noqa: E402
+import train_embedder  # noqa: E402
+
+FIXTURES = HERE / "fixtures" / "static_model"
+PAIRS = FIXTURES / "pairs.jsonl"
+MODEL = FIXTURES / "model"
+# What the fixture model was fitted with (`refit` below writes it again: keep the two equal).
+FIT_ARGS = ["--init", "random", "--dims", "32", "--epochs", "2", "--batch", "128", "--seed", "7"]
+
+
+def refit(out: Path) -> None:
+    tokenizer = FIXTURES / "tokenizer.json"
+    args = ["fit", str(PAIRS), "--out", str(out), "--tokenizer", str(tokenizer), *FIT_ARGS]
+    assert train_embedder.main(args) == 0
+
+
+def test_retraining_on_the_committed_sample_gives_the_committed_model(tmp_path: Path) -> None:
+    refit(tmp_path / "model")
+    fresh = read_safetensors(tmp_path / "model" / WEIGHTS)
+    shipped = read_safetensors(MODEL / WEIGHTS)
+    assert np.array_equal(fresh["embeddings"], shipped["embeddings"])
+    assert np.allclose(fresh["scales"], shipped["scales"], rtol=1e-6)
+    card = json.loads((MODEL / CARD).read_text())
+    assert card["training"]["pairs"] > 1000 and card["history"][-1]["loss"] < card["history"][0]["loss"]
+
+
+def test_the_run_time_embeds_what_the_trainer_pools() -> None:
+    model = StaticEmbedder(MODEL)
+    pairs = sm.read_pairs([PAIRS])[:50]
+    texts = [p.doc for p in pairs] + [p.query for p in pairs] + [""]
+    got = model.embed_documents(texts)
+    tokenizer = sm.load_tokenizer(FIXTURES / "tokenizer.json")
+    table = read_safetensors(MODEL / WEIGHTS)
+    scaled = table["embeddings"].astype(np.float32) * table["scales"][:, None]
+    expected = sm.pool(scaled, sm.Bags.of(sm.encode(tokenizer, texts, sm.MAX_TOKENS)))[0]
+    assert np.allclose(got, expected, atol=1e-5)
+    assert np.allclose(np.linalg.norm(got[:-1], axis=1), 1.0, atol=1e-5) and not got[-1].any()
+    assert np.allclose(model.embed_query(texts[0]), got[0])
+
+
+def test_a_model_file_that_does_not_match_its_hash_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "model"
+    shutil.copytree(MODEL, copy)
+    data = bytearray((copy / WEIGHTS).read_bytes())
+    data[-1] ^= 1
+    (copy / WEIGHTS).write_bytes(bytes(data))
+    with pytest.raises(EmbeddingError, match="does not match its recorded sha256"):
+        StaticEmbedder(copy)
+
+
+def test_identifiers_are_split_into_words() -> None:
+    assert prepare("refreshTokenIfExpired(user_id)") == "refresh Token If Expired(user id)"
+    assert prepare("HTTPServerError") == "HTTP Server Error"
+
+
+def test_training_lowers_the_loss_and_improves_retrieval(tmp_path: Path) -> None:
+    """On held-out repositories of the sample, the trained fixture model ranks the right chunk higher
+    than its untrained start (the same seeded random table, idf weights)."""
+    pairs = sm.read_pairs([PAIRS])
+    repos = sorted({p.repo for p in pairs})
+    held_out = set(repos[: max(1, len(repos) // 4)])
+    train = [p for p in pairs if p.repo not in held_out]
+    test = [p for p in pairs if p.repo in held_out]
+    tokenizer = sm.load_tokenizer(FIXTURES / "tokenizer.json")
+    start = train_embedder.initial_table("random", tokenizer.get_vocab_size(), 32, 7)
+    config = sm.TrainConfig(epochs=3, batch=128, seed=7)
+    model = sm.train(train, tokenizer, start, config, log=lambda _: None)
+    untrained = sm.Model(
+        start, sm.idf_weights(sm.Bags.of(sm.encode(tokenizer, [p.doc for p in train], 256)), start.shape[0])
+    )
+
+    def embedder(m: sm.Model):  # type: ignore[no-untyped-def]
+        return lambda texts: m.embed(sm.Bags.of(sm.encode(tokenizer, texts, sm.MAX_TOKENS)))
+
+    before = sm.retrieval_scores(embedder(untrained), test)["ALL"]["mrr10"]
+    after = sm.retrieval_scores(embedder(model), test)["ALL"]["mrr10"]
+    assert after > before, (before, after)
+
+
+def _project(root: Path) -> Path:
+    (root / "auth").mkdir(parents=True)
+    (root / "auth" / "tokens.py").write_text(
+        "def refresh_access_token(session):\n    return session.renew(expired_only=True)\n\n\n"
+        "def parse_http_header(raw):\n    name, _, value = raw.partition(':')\n"
+        "    return name.strip(), value\n"
+    )
+    return root
+
+
+def test_an_index_with_the_static_model_is_hybrid_ready_when_its_pass_returns(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    engine = Engine(root, Config(embedding_model="code-static"), index_path=tmp_path / "index", workers=1)
+    try:
+        report = engine.index(graph=False)
+        assert report.embedded == report.chunks > 0
+        status = engine.status().embeddings
+        assert (
+            status is not None
+            and status.embedded == status.total
+            and status.model == "embedded:code-static-v1"
+        )
+        hits = engine.search("renew the session token", mode="semantic").results
+        assert hits and hits[0].symbol == "refresh_access_token"
+    finally:
+        engine.close()
+
+
+def test_an_index_keeps_the_built_in_model_that_embedded_it_until_force(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj")
+    index = tmp_path / "index"
+    first = Engine(root, Config(embedding_model="code-static"), index_path=index, workers=1)
+    try:
+        first.index(graph=False)
+    finally:
+        first.close()
+    engine = Engine(root, Config(), index_path=index, workers=1)  # names no model: the default
+    try:
+        provider = engine.embedding_provider()
+        assert provider is not None and provider.model_id == "embedded:code-static-v1"
+        status = engine.status().embeddings
+        assert status is not None and "index --force" in (status.model_note or "")
+        assert engine.search("renew the session token", mode="hybrid").strategy == "hybrid"
+        engine.index(force=True, graph=False, embed=False)
+        assert engine.model_note is None and engine.embedding_provider().model_id != provider.model_id  # type: ignore[union-attr]
+    finally:
+        engine.close()
