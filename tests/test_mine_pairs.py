@@ -331,3 +331,26 @@ def test_file_language_follows_discovery() -> None:
     assert mp.is_test_path("tests/test_a.py") and mp.is_test_path("a_test.go")
     assert mp.is_test_path("src/Foo.test.ts") and mp.is_test_path("FooTest.java")
     assert not mp.is_test_path("src/contest.py")
+
+
+def test_prose_filters_and_jsdoc_summary() -> None:
+    assert mp.is_prose("skip the header when it is empty")
+    assert not mp.is_prose("rejected_callbacks.disable fulfilled_callbacks.disable")
+    assert mp.looks_like_code("x = compute(y);") and not mp.looks_like_code("compute the layout first")
+    lines = [
+        "@name addDays",
+        "@category Day Helpers",
+        "@summary Add the specified number of days.",
+        "",
+        "@param",
+    ]
+    assert mp.first_sentence(lines) == "Add the specified number of days."
+
+
+def test_fixture_quotas_and_exclusions() -> None:
+    assert mp.quotas({"a": 1, "b": 10, "c": 10}, 9) == {"a": 1, "b": 4, "c": 4}
+    assert mp.quotas({"a": 2, "b": 2}, 10) == {"a": 2, "b": 2}
+    assert mp.excluded("imstb_truetype.h", ("imstb_", "examples/libs/"))
+    assert not mp.excluded("imgui.cpp", ("imstb_",)) and not mp.excluded("a.c", ())
+    assert mp.file_language("taskflow/3rd-party/tbb/task.h") is None
+    assert mp.file_language("src/pip/_vendor/distlib/scripts.py") is None

@@ -284,6 +284,15 @@ ADDED: list[tuple[str, str]] = [
     ("phoenixframework/phoenix", "elixir"),
     ("Kong/kong", "lua"),
 ]
+# Other projects' code some repositories carry (path prefixes never mined; folders such as third_party/,
+# 3rd-party/, _vendor/ or oss/ are skipped everywhere by mine_pairs.EXTRA_SKIP_DIRS).
+EXCLUDE: dict[str, list[str]] = {
+    "simdjson/simdjson": ["dependencies/"],
+    "apple/swift-nio": ["Sources/CNIOLLHTTP/", "Sources/CNIOSHA1/"],
+    "ocornut/imgui": ["imstb_", "examples/libs/"],
+    "libevent/libevent": ["wepoll.c", "wepoll.h", "sha1.c", "sha1.h"],
+    "micropython/micropython": ["lib/"],
+}
 # Added repositories held out for the lead's model selection (mined the same way, never trained on).
 VALIDATION = frozenset(
     {
@@ -331,7 +340,10 @@ def main() -> int:
         if why is not None:
             print(f"left out {repo}: {why}", file=sys.stderr)
             continue
-        out.append({"repo": repo, "language": language, "commit": commit, "licence": licence, "split": split})
+        entry = {"repo": repo, "language": language, "commit": commit, "licence": licence, "split": split}
+        if repo in EXCLUDE:
+            entry["exclude"] = EXCLUDE[repo]
+        out.append(entry)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
     splits: dict[str, int] = {}
     for r in out:

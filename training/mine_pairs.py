@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import ast
 import codecs
+import hashlib
 import json
 import random
 import re
@@ -108,6 +109,10 @@ EXTRA_SKIP_DIRS = frozenset(
         "vendors",
         "bundled",
         "contrib",
+        "3rd-party",
+        "3rd_party",
+        "oss",
+        "browser_patches",
     }
 )
 _TEST_PATH = re.compile(
@@ -883,6 +888,11 @@ def chunks_for_hunks(chunks: list[ChunkSpan], hunks: list[tuple[int, int]]) -> l
     return [(w, c) for w, _, c in ranked]
 
 
+def excluded(path: str, prefixes: tuple[str, ...]) -> bool:
+    """Whether a path lies under one of a repository's excluded prefixes (vendored code)."""
+    return bool(prefixes) and path.startswith(prefixes)
+
+
 def commit_candidates(git_dir: Path, commit: str, window: int) -> list[tuple[str, str, str]]:
     """(commit, first parent, cleaned subject) of the non-merge commits up to `commit`, newest first."""
     log = git(git_dir, "log", "--no-merges", f"-n{window}", "--format=%H%x1f%P%x1f%s", commit)
@@ -898,9 +908,15 @@ def commit_candidates(git_dir: Path, commit: str, window: int) -> list[tuple[str
 
 
 def commit_pairs(
-    git_dir: Path, commit: str, blobs: BlobReader, rng: random.Random, limit: int = COMMITS_PER_REPO
+    git_dir: Path,
+    commit: str,
+    blobs: BlobReader,
+    rng: random.Random,
+    limit: int = COMMITS_PER_REPO,
+    exclude: tuple[str, ...] = (),
 ) -> Iterator[Pair]:
-    """Commit subject -> the definition chunks it changed, cut from the parent snapshot."""
+    """Commit subject -> the definition chunks it changed, cut from the parent snapshot. Paths under an
+    `exclude` prefix (another project's code the repository carries) are not looked at."""
     cache: dict[str, tuple[str, list[ChunkSpan]] | None] = {}
     used = 0
     seen_subjects: set[str] = set()
@@ -913,7 +929,11 @@ def commit_pairs(
             names = git(git_dir, "diff", "--name-only", "--no-renames", parent, sha).splitlines()
         except RuntimeError:
             continue  # the shallow snapshot lacks the parent
-        source = [n for n in names if file_language(n) is not None and not is_test_path(n)]
+        source = [
+            n
+            for n in names
+            if file_language(n) is not None and not is_test_path(n) and not excluded(n, exclude)
+        ]
         if not source or len(names) > MAX_FILES_PER_COMMIT * 2 or len(source) > MAX_FILES_PER_COMMIT:
             continue
         try:
@@ -933,7 +953,7 @@ def commit_pairs(
             continue
         touched: list[tuple[int, str, str, ChunkSpan]] = []
         for old_path, hunks in parse_hunks(diff).items():
-            if file_language(old_path) is None or is_test_path(old_path):
+            if file_language(old_path) is None or is_test_path(old_path) or excluded(old_path, exclude):
                 continue
             blob = blobs.read(f"{parent}:{old_path}")
             if blob is None:
@@ -1016,7 +1036,8 @@ def mine_repo(
     cut: list[tuple[str, str, list[ChunkSpan]]] = []
     files = skipped = 0
     try:
-        listed = head_files(git_dir, commit)
+        exclude = tuple(spec.get("exclude", ()))
+        listed = [f for f in head_files(git_dir, commit) if not excluded(f[1], exclude)]
         if len(listed) > MAX_FILES:
             keep = set(random.Random(f"{seed}:{spec['repo']}:files").sample(range(len(listed)), MAX_FILES))
             listed = [f for i, f in enumerate(listed) if i in keep]
@@ -1044,7 +1065,7 @@ def mine_repo(
             )
         head_seconds = time.perf_counter() - started
         rng = random.Random(f"{seed}:{spec['repo']}:commit")
-        by_kind["commit"] = list(commit_pairs(git_dir, commit, blobs, rng))
+        by_kind["commit"] = list(commit_pairs(git_dir, commit, blobs, rng, exclude=exclude))
     finally:
         blobs.close()
     records: list[dict[str, Any]] = []
@@ -1108,9 +1129,18 @@ def bench_held_out() -> set[str]:
 
 
 def write_manifest(specs: list[dict[str, Any]], out: Path, seed: int) -> dict[str, Any]:
+    """OUT/manifest.json: every mined repository's meta, pairs per split x kind x language, and the
+    de-duplication across repositories: `unique` counts a (query, text) pair once over all repositories
+    of a split (train first); `validation_text_in_train` counts validation pairs whose chunk text also
+    occurs in a train pair (shared code between repositories)."""
     repos: list[dict[str, Any]] = []
     table: dict[str, dict[str, dict[str, int]]] = {}
-    for spec in specs:
+    unique: Counter[str] = Counter()
+    seen_pairs: set[bytes] = set()
+    train_texts: set[bytes] = set()
+    shared = 0
+    ordered = sorted(specs, key=lambda s: s.get("split", "train") != "train")
+    for spec in ordered:
         meta_path = out / f"{slug(spec['repo'])}.meta.json"
         if not meta_path.is_file():
             continue
@@ -1123,16 +1153,35 @@ def write_manifest(specs: list[dict[str, Any]], out: Path, seed: int) -> dict[st
                 r = json.loads(line)
                 cell = table.setdefault(split, {}).setdefault(r["kind"], {})
                 cell[r["language"]] = cell.get(r["language"], 0) + 1
+                text_key = hashlib.blake2b(
+                    r["text"].encode("utf-8", "surrogatepass"), digest_size=16
+                ).digest()
+                key = hashlib.blake2b(r["query"].lower().encode("utf-8", "surrogatepass") + text_key).digest()
+                if key not in seen_pairs:
+                    seen_pairs.add(key)
+                    unique[split] += 1
+                if split == "train":
+                    train_texts.add(text_key)
+                elif text_key in train_texts:
+                    shared += 1
     totals = {split: sum(sum(v.values()) for v in kinds.values()) for split, kinds in table.items()}
     licences = Counter(str(r["licence"]) for r in repos)
+    by_language: dict[str, dict[str, int]] = {}
+    for r in repos:
+        cell = by_language.setdefault(r.get("split", "train"), {})
+        cell[r["language"]] = cell.get(r["language"], 0) + 1
     data = {
         "seed": seed,
         "kinds": list(KINDS),
         "cap_per_kind": CAP_PER_KIND,
-        "repos": repos,
-        "counts": table,
         "totals": totals,
+        "unique": dict(unique),
+        "validation_text_in_train": shared,
+        "repositories": {split: sum(v.values()) for split, v in by_language.items()},
+        "repositories_by_language": by_language,
         "licences": dict(sorted(licences.items())),
+        "counts": table,
+        "repos": repos,
     }
     (out / "manifest.json").write_text(json.dumps(data, indent=1) + "\n")
     return data
@@ -1154,6 +1203,12 @@ def format_table(counts: dict[str, dict[str, int]]) -> str:
     return "\n".join(lines)
 
 
+FIXTURE_LANGUAGES = frozenset(
+    {"python", "javascript", "typescript", "go", "rust", "java", "c", "cpp", "csharp", "ruby", "php"}
+    | {"kotlin", "swift", "scala"}
+)
+
+
 def quotas(counts: dict[Any, int], size: int) -> dict[Any, int]:
     """An equal share of `size` per cell, a cell with fewer items giving its rest to the others.
 
@@ -1172,8 +1227,9 @@ def quotas(counts: dict[Any, int], size: int) -> dict[Any, int]:
 def sample_fixture(
     specs: list[dict[str, Any]], out: Path, dest: Path, size: int, seed: int, max_chars: int
 ) -> Counter[tuple[str, str]]:
-    """A seeded sample of the train pairs, stratified over kind x language (an equal share per cell),
-    of pairs whose text is at most `max_chars` (keeps the committed file small), written to `dest`."""
+    """A seeded sample of the train pairs, stratified over kind x language (an equal share per cell; the
+    FIXTURE_LANGUAGES only, the few pairs of other languages such as a repository's SQL or shell scripts
+    are left out), of pairs whose text is at most `max_chars` (keeps the committed file small)."""
     files = [out / f"{slug(s['repo'])}.jsonl" for s in specs if s.get("split", "train") == "train"]
     files = [f for f in files if f.is_file()]
 
@@ -1182,7 +1238,7 @@ def sample_fixture(
             with path.open() as fh:
                 for line in fh:
                     r = json.loads(line)
-                    if len(r["text"]) <= max_chars:
+                    if len(r["text"]) <= max_chars and r["language"] in FIXTURE_LANGUAGES:
                         yield (r["kind"], r["language"]), line
 
     counts = Counter(cell for cell, _ in records())
@@ -1277,7 +1333,10 @@ def main() -> int:
     data = write_manifest(specs, args.out, args.seed)
     for split, counts in data["counts"].items():
         print(f"\n{split}: {data['totals'][split]} pairs\n{format_table(counts)}")
-    print(f"\nlicences: {data['licences']}")
+    print(f"\nunique (query, text) pairs across repositories: {data['unique']}")
+    print(f"validation pairs whose chunk text also occurs in train: {data['validation_text_in_train']}")
+    print(f"repositories: {data['repositories_by_language']}")
+    print(f"licences: {data['licences']}")
     return 0
 
 
