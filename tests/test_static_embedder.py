@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from codebase_index.config import Config
+from codebase_index.embedder import decode_vectors, embedding_text
 from codebase_index.embeddings import EmbeddingError
 from codebase_index.embeddings.safetensors_reader import read_safetensors
 from codebase_index.embeddings.static import CARD, WEIGHTS, StaticEmbedder, prepare
@@ -124,6 +125,25 @@ def test_an_index_with_the_static_model_is_hybrid_ready_when_its_pass_returns(tm
         )
         hits = engine.search("renew the session token", mode="semantic").results
         assert hits and hits[0].symbol == "refresh_access_token"
+        # Each chunk is embedded behind its `path: kind symbol` header, as the model was trained.
+        row = engine.store.conn.execute(
+            """SELECT c.chunk_hash, c.text, c.kind, c.symbol, e.vector FROM chunks c
+               JOIN embeddings e ON e.chunk_hash = c.chunk_hash WHERE c.symbol = 'refresh_access_token'"""
+        ).fetchone()
+        header_text = embedding_text("auth/tokens.py", row[3], row[2], row[1], header=True)
+        expected = engine.embedding_provider().embed_documents([header_text])[0]  # type: ignore[union-attr]
+        assert np.allclose(decode_vectors([row[4]], len(expected))[0], expected, atol=2e-3)
+    finally:
+        engine.close()
+
+
+def test_an_index_pass_with_another_model_does_not_load_it(tmp_path: Path) -> None:
+    """Only a model that embeds in the pass is built by it: a CLI search that indexes first (MiniLM as the
+    model) never needed its weights."""
+    engine = Engine(_project(tmp_path / "proj"), Config(embedding_model="minilm"), index_path=tmp_path / "i")
+    try:
+        assert engine.index(graph=False).embedded == 0
+        assert engine._provider_ready is False
     finally:
         engine.close()
 

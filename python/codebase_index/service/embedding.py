@@ -60,6 +60,18 @@ def stored_model_kept(engine: Engine) -> str | None:
     return stored if stored is not None and stored != DEFAULT_MODEL else None
 
 
+def embeds_inline(engine: Engine) -> bool:
+    """Whether the engine's model embeds in the index pass (the static code model), decided from the
+    configuration and the index, without building a provider: an index pass with another model must not
+    load it (a CLI search that indexes first never needed MiniLM's weights)."""
+    from ..embeddings import DEFAULT_MODEL, STATIC_MODEL
+
+    config = engine.config
+    if config.embedding_provider not in ("auto", "embedded"):
+        return False
+    return (stored_model_kept(engine) or config.embedding_model or DEFAULT_MODEL) == STATIC_MODEL
+
+
 def embedding_provider(engine: Engine) -> EmbeddingProvider | None:
     """The configured provider, built once; None (with `engine._provider_error`) when none is usable."""
     if not engine._provider_ready:

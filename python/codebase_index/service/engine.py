@@ -222,6 +222,8 @@ class Engine:
         (`inline` on the provider: the static code model): the index is hybrid-ready when the pass
         returns and never partly embedded. Slower models (MiniLM, remote APIs) embed in the background
         job instead. A model mismatch is left to `status` (rebuild needed) and the background job."""
+        if not embedding.embeds_inline(self):
+            return 0
         provider = self.embedding_provider()
         if provider is None or not getattr(provider, "inline", False):
             return 0
