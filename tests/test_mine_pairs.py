@@ -5,7 +5,6 @@ dir), subject cleaning and licence detection. Chunks come from the real chunker.
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
 import mine_pairs as mp
 
 from codebase_index.chunking import chunk_text
+from git_repo import GitRepo
 
 
 @pytest.mark.parametrize(
@@ -247,25 +247,9 @@ def test_parse_hunks_and_chunks_for_hunks() -> None:
     assert mp.chunks_for_hunks(chunks, [(7, 0), (1, 1)]) == []
 
 
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
 def test_commit_pairs_cut_the_parent_snapshot(tmp_path: Path) -> None:
     repo = tmp_path / "r"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.invalid")
-    _git(repo, "config", "user.name", "T")
-
-    def commit(message: str, files: dict[str, str]) -> str:
-        for rel, text in files.items():
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            (repo / rel).write_text(text)
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", message)
-        return _git(repo, "rev-parse", "HEAD")
+    commit = GitRepo(repo).commit
 
     before = (
         "def parse_header(line):\n    name, value = line.split(':')\n    return name, value\n\n\n"

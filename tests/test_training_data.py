@@ -5,7 +5,6 @@ repository in a temp dir."""
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import make_validation_set as mvs
 import training_styles as ts
+
+from git_repo import GitRepo, git
 
 SAMPLES = {
     "rust": (
@@ -165,25 +166,9 @@ def test_clean_subject(subject: str, query: str | None) -> None:
     assert ts.clean_subject(subject) == query
 
 
-def _git(repo: Path, *args: str) -> str:
-    out = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True)
-    return out.stdout.strip()
-
-
 def test_candidate_changes_on_a_real_repository(tmp_path: Path) -> None:
     repo = tmp_path / "r"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.invalid")
-    _git(repo, "config", "user.name", "T")
-
-    def commit(message: str, files: dict[str, str]) -> str:
-        for rel, text in files.items():
-            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-            (repo / rel).write_text(text)
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", message)
-        return _git(repo, "rev-parse", "HEAD")
+    commit = GitRepo(repo).commit
 
     commit(
         "Initial import of the parser", {"src/parser.py": "a\n", "src/lexer.py": "b\n", "README.md": "x\n"}
@@ -204,6 +189,6 @@ def test_candidate_changes_on_a_real_repository(tmp_path: Path) -> None:
     assert [(c.commit, c.files, c.query) for c in found] == [
         (wanted, ["src/lexer.py"], "Make the lexer skip comments before tokens")
     ]
-    assert found[0].parent == _git(repo, "rev-parse", f"{wanted}^")
+    assert found[0].parent == git(repo, "rev-parse", f"{wanted}^")
     picked = ts.pick_changes(found * 2, 5, random.Random(0))  # duplicates collapse
     assert [c.commit for c in picked] == [wanted]
