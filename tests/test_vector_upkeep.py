@@ -157,6 +157,11 @@ def test_health_check_tool_reports_and_fixes_vectors(tmp_path: Path, small_ann: 
             healthy = tools.call(rt, "health_check", {})
             assert healthy.data["vectors"]["ok"] is True and healthy.data["vectors"]["ann"] == "ok"
             assert "vectors: 40 of custom:fake-embed; ANN index ok" in healthy.text
+            # The health check starts an embedding round too, which ends by syncing the ANN file: let it
+            # end first, or it may rebuild the file this test removes before the check below sees it gone.
+            deadline = time.monotonic() + 60
+            while rt.embedding_running() and time.monotonic() < deadline:
+                time.sleep(0.05)
 
             AnnIndex.paths(rt.index_dir, MODEL)[0].unlink()
             fixed = tools.call(rt, "health_check", {})
