@@ -62,6 +62,27 @@ def test_the_run_time_embeds_what_the_trainer_pools() -> None:
     assert np.allclose(model.embed_query(texts[0]), got[0])
 
 
+def test_the_run_time_word_cut_gives_exactly_the_tokenizers_pieces() -> None:
+    """token_ids cuts ASCII text into words itself and caches each word's pieces: on texts built to hit
+    every edge (identifier joints, `_`/`$`, punctuation, control characters that join words, non-ASCII
+    letters and spaces, the tokenizer's special tokens, over-long words) it must give the tokenizer's
+    own ids for the prepared text, also on a second call served from the cache."""
+    import random
+
+    model = StaticEmbedder(MODEL)
+    tokenizer = sm.load_tokenizer(FIXTURES / "tokenizer.json")
+    rng = random.Random(5)
+    characters = "aAbBzZhHtT019_$ \t\n\r\x0b\x0c\x1c\x00\x7f()[]{}<>.,;:'\"`~!@#%^&*-+=/\\|?\u00a0é中"
+    words = ["HTTPServer", "parseJSON", "getX", "[UNK]", "[CLS]", "__init__", "$el", "aB_cD$eF", "x" * 130]
+    pieces = [*characters, *words]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    texts += [p.doc for p in sm.read_pairs([PAIRS])[:200]]
+    expected = [e.ids for e in tokenizer.encode_batch([prepare(t) for t in texts], add_special_tokens=False)]
+    assert sum(t.isascii() for t in texts) > 1000
+    for _ in range(2):
+        assert model.token_ids(texts) == [ids[: sm.MAX_TOKENS] for ids in expected]
+
+
 def test_a_model_file_that_does_not_match_its_hash_is_refused(tmp_path: Path) -> None:
     copy = tmp_path / "model"
     shutil.copytree(MODEL, copy)
