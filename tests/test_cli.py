@@ -43,8 +43,8 @@ def test_search_builds_the_index_and_prints_json(project: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["query"] == "check credentials"
-    # hybrid by default; no vectors yet (search builds the keyword index only), so keyword results
-    assert payload["strategy"] == "keyword-fallback" and payload["top_k"] == 3
+    # hybrid by default, and hybrid at once: the index search builds embeds its chunks in the same pass
+    assert payload["strategy"] == "hybrid" and payload["top_k"] == 3
     first = payload["results"][0]
     assert set(first) == {
         "id",
@@ -91,7 +91,7 @@ def test_human_output_shows_location_and_code(project: Path) -> None:
 
 def test_filters_from_the_command_line(project: Path) -> None:
     proc = run("search", "--json", "--root", str(project), "--file-type", "go", "config", "password")
-    assert [r["path"] for r in json.loads(proc.stdout)["results"]] == ["util.go"]
+    assert {r["path"] for r in json.loads(proc.stdout)["results"]} == {"util.go"}
 
 
 def test_bad_usage_and_missing_root_are_clear(project: Path, tmp_path: Path) -> None:

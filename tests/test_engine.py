@@ -200,7 +200,8 @@ def test_branch_switch_keys_files_by_branch(engine: Engine, repo: Path) -> None:
     assert engine.search("feature_only").results[0].symbol == "feature_only"
     git(repo, "checkout", "-q", "-f", "main")
     engine.index()
-    assert engine.search("feature_only").results == []
+    assert engine.search("feature_only", mode="keyword").results == []
+    assert all(r.symbol != "feature_only" for r in engine.search("feature_only").results)
     assert engine.search("validate_payment").results[0].symbol == "validate_payment"
 
 

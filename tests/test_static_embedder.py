@@ -16,7 +16,7 @@ from codebase_index.config import Config
 from codebase_index.embedder import decode_vectors, embedding_text
 from codebase_index.embeddings import EmbeddingError
 from codebase_index.embeddings.safetensors_reader import read_safetensors
-from codebase_index.embeddings.static import CARD, WEIGHTS, StaticEmbedder, prepare
+from codebase_index.embeddings.static import CARD, WEIGHTS, StaticEmbedder, prepare, shipped_model_id
 from codebase_index.service import Engine
 
 HERE = Path(__file__).resolve().parent
@@ -139,11 +139,7 @@ def test_an_index_with_the_static_model_is_hybrid_ready_when_its_pass_returns(tm
         report = engine.index(graph=False)
         assert report.embedded == report.chunks > 0
         status = engine.status().embeddings
-        assert (
-            status is not None
-            and status.embedded == status.total
-            and status.model == "embedded:code-static-v1"
-        )
+        assert status is not None and status.embedded == status.total and status.model == shipped_model_id()
         hits = engine.search("renew the session token", mode="semantic").results
         assert hits and hits[0].symbol == "refresh_access_token"
         # Each chunk is embedded behind its `path: kind symbol` header, as the model was trained.
@@ -170,21 +166,25 @@ def test_an_index_pass_with_another_model_does_not_load_it(tmp_path: Path) -> No
 
 
 def test_an_index_keeps_the_built_in_model_that_embedded_it_until_force(tmp_path: Path) -> None:
+    """An index MiniLM embedded (the default before code-static) keeps MiniLM while the configuration names
+    no model, says so in status, and moves to the default on `index --force`."""
     root = _project(tmp_path / "proj")
     index = tmp_path / "index"
-    first = Engine(root, Config(embedding_model="code-static"), index_path=index, workers=1)
+    first = Engine(root, Config(embedding_model="minilm"), index_path=index, workers=1)
     try:
         first.index(graph=False)
+        assert first.embed() is not None
     finally:
         first.close()
     engine = Engine(root, Config(), index_path=index, workers=1)  # names no model: the default
     try:
         provider = engine.embedding_provider()
-        assert provider is not None and provider.model_id == "embedded:code-static-v1"
+        assert provider is not None and provider.model_id == "embedded:all-MiniLM-L6-v2"
         status = engine.status().embeddings
         assert status is not None and "index --force" in (status.model_note or "")
         assert engine.search("renew the session token", mode="hybrid").strategy == "hybrid"
-        engine.index(force=True, graph=False, embed=False)
-        assert engine.model_note is None and engine.embedding_provider().model_id != provider.model_id  # type: ignore[union-attr]
+        assert engine.index(force=True, graph=False).embedded > 0
+        assert engine.model_note is None
+        assert engine.embedding_provider().model_id == shipped_model_id()  # type: ignore[union-attr]
     finally:
         engine.close()

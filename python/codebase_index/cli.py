@@ -140,7 +140,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             embed=not args.keyword_only,
         )
         if report.embedded:
-            embed_line = f"embedded {report.embedded} chunks in the index pass"
+            provider = engine.embedding_provider()  # built by the pass: no load here
+            model = provider.model_id if provider is not None else "the embedded model"
+            embed_line = f"embedded {report.embedded} chunks with {model} in the index pass"
         elif not args.keyword_only:
             embed_line = _wait_for_embeddings(engine, quiet=args.json)
     finally:

@@ -196,7 +196,7 @@ class Config(_Section, frozen=True):
     ] = None
     embedded_backend: Annotated[
         Literal["auto", "onnx", "numpy"],
-        _m("Engine of the bundled model: onnx (int8, fast), numpy (fp32), auto = onnx where it loads"),
+        _m("Engine of the optional MiniLM model: onnx (int8, fast), numpy (fp32), auto = onnx if it loads"),
     ] = "auto"
     custom_provider: CustomProviderConfig | None = None
     scope: Annotated[

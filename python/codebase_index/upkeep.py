@@ -26,7 +26,7 @@ PRICES_PER_MTOK: dict[str, tuple[str, float | None]] = {
     "openai-large": ("text-embedding-3-large", 0.13),
     "google": ("gemini-embedding-001", 0.15),
     "ollama": ("nomic-embed-text (local)", 0.0),
-    "embedded": ("all-MiniLM-L6-v2 (bundled, local)", 0.0),
+    "embedded": ("code-static (bundled, local)", 0.0),
     "custom": ("your endpoint", None),
 }
 CHARS_PER_TOKEN = 4

@@ -63,7 +63,7 @@ describe("npm install of the packed plugin", { skip: !ready && "needs make node"
     // 1. npm pack: only the whitelisted files.
     const packed = JSON.parse(execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", packs], { cwd: REPO, encoding: "utf8" }));
     const files = packed[0].files.map((f) => f.path);
-    for (const must of ["plugin/dist/index.js", "plugin/dist/bootstrap.js", "plugin/engine-requirements.txt", "bin/codebase-index.mjs", "commands/search.md", "skill/codebase-search/SKILL.md", "python/codebase_index/rpc.py", "pyproject.toml", "setup.py", "README.md", "LICENSE"]) {
+    for (const must of ["plugin/dist/index.js", "plugin/dist/bootstrap.js", "plugin/engine-requirements.txt", "bin/codebase-index.mjs", "commands/search.md", "skill/codebase-search/SKILL.md", "python/codebase_index/rpc.py", "python/codebase_index/embeddings/code-static/model.safetensors", "pyproject.toml", "README.md", "LICENSE"]) {
       assert.ok(files.includes(must), `${must} is in the tarball`);
     }
     for (const file of files) assert.doesNotMatch(file, /^(tests|bench|node_modules)\/|^Makefile$|__pycache__|all-MiniLM-L6-v2/, `${file} must not be shipped`);

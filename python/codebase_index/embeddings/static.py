@@ -60,6 +60,12 @@ def prepare(text: str) -> str:
     return _CAMEL.sub(" ", _JOINERS.sub(" ", text[:MAX_CHARS]))
 
 
+def shipped_model_id() -> str:
+    """The model id of the static model in the package (`embedded:<card name>`), read from its card."""
+    card = json.loads((MODEL_FOLDER / CARD).read_text(encoding="utf-8"))
+    return f"embedded:{card['name']}"
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:

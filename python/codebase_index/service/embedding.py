@@ -5,6 +5,7 @@ a circuit breaker) and the vector snapshot searches read. `Engine` holds the sta
 from __future__ import annotations
 
 import logging
+import shlex
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -89,6 +90,11 @@ def embedding_provider(engine: Engine) -> EmbeddingProvider | None:
                 engine._provider_error = "no embedding provider available (keyword search only)"
         except EmbeddingError as exc:
             engine._provider_error = str(exc)
+            if kept is not None:
+                engine._provider_error += (
+                    f"; or re-embed this index with the default model: codebase-index index --force "
+                    f"{shlex.quote(str(engine.root))}"
+                )
         engine._provider_ready = True
     return engine._provider
 
