@@ -42,12 +42,13 @@ pytest: dev
 
 test: lint typecheck pytest node
 
-bench: install
+bench: dev  # MiniLM (the dev extras) is the baseline of bench_onnx and bench_static_embedder
 	$(PY) bench/bench_engine.py
 	$(PY) bench/bench_vectors.py
 	$(PY) bench/bench_onnx.py
 	$(PY) bench/bench_search_path.py
 	$(PY) bench/bench_static_embedder.py
+	$(PY) bench/bench_hybrid_ready.py --stdlib
 
 # The shared index at scale (bench/bench_scale.py, results and their reading in bench/scale.md): a synthetic
 # corpus published to Qdrant Edge, Qdrant's storage and search engine as an in-process shard, since no
