@@ -47,8 +47,9 @@ at identifier boundaries by `prepare`, which never looks across them) and single
 turns `_` and `$` into spaces."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 """Control characters, which the tokenizer's normaliser drops before cutting (so `a<DEL>b` is one word)."""
-WORD_CACHE_SIZE = 300_000
-"""Distinct words whose pieces are kept (a few tens of MB at most); past it the cache starts over."""
+WORD_CACHE_SIZE = 100_000
+"""Distinct words whose pieces are kept (~20 MB; a large project uses tens of thousands); past it the cache
+starts over from the vocabulary."""
 
 
 def prepare(text: str) -> str:
