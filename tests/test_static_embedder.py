@@ -188,3 +188,37 @@ def test_an_index_keeps_the_built_in_model_that_embedded_it_until_force(tmp_path
         assert engine.embedding_provider().model_id == shipped_model_id()  # type: ignore[union-attr]
     finally:
         engine.close()
+
+
+def test_vectors_of_an_earlier_static_model_release_are_replaced_in_the_next_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upgrading codebase-index to a new static model re-embeds the index in its next pass (seconds),
+    instead of leaving it keyword-only until `index --force`; vectors of other models are never mixed."""
+    from codebase_index import embedder
+    from codebase_index.embeddings import static
+
+    root = _project(tmp_path / "proj")
+    index = tmp_path / "index"
+    engine = Engine(root, Config(), index_path=index, workers=1)
+    try:
+        first = engine.index(graph=False).embedded
+        assert first > 0
+    finally:
+        engine.close()
+    newer = tmp_path / "code-static-next"
+    shutil.copytree(static.MODEL_FOLDER, newer)
+    card = json.loads((newer / CARD).read_text())
+    card["name"] = "code-static-v99"
+    (newer / CARD).write_text(json.dumps(card))
+    monkeypatch.setattr(static, "MODEL_FOLDER", newer)
+    monkeypatch.setattr(embedder, "_shared", {})
+    engine = Engine(root, Config(), index_path=index, workers=1)
+    try:
+        assert engine.index(graph=False).embedded == first  # nothing changed on disk: all re-embedded
+        status = engine.status().embeddings
+        assert status is not None and status.model == "embedded:code-static-v99"
+        assert status.embedded == status.total and not status.rebuild_needed
+        assert engine.search("renew the session token").strategy == "hybrid"
+    finally:
+        engine.close()

@@ -73,6 +73,24 @@ def embeds_inline(engine: Engine) -> bool:
     return (stored_model_kept(engine) or config.embedding_model or DEFAULT_MODEL) == STATIC_MODEL
 
 
+def replace_older_static_vectors(engine: Engine, provider: EmbeddingProvider) -> int:
+    """Drop the vectors an earlier release of the built-in static model made (`embedded:code-static-v1`
+    when `-v2` ships), so the index pass re-embeds every chunk with the installed one: that costs seconds,
+    where keeping them would leave the index keyword-only until `index --force`. Any other stored model
+    (MiniLM, a remote one, a folder) is left alone. Returns how many vectors went."""
+    from ..embeddings import STATIC_MODEL, builtin_model_of
+
+    stored = engine.store.get_meta(META_MODEL)
+    if stored is None or stored == provider.model_id:
+        return 0
+    if builtin_model_of(stored) != STATIC_MODEL or builtin_model_of(provider.model_id) != STATIC_MODEL:
+        return 0
+    dropped = embedder.switch_model(engine.store, provider)
+    AnnIndex.remove(engine.index_dir, stored)
+    log.info("re-embedding with %s: dropped %d vectors of %s", provider.model_id, dropped, stored)
+    return dropped
+
+
 def embedding_provider(engine: Engine) -> EmbeddingProvider | None:
     """The configured provider, built once; None (with `engine._provider_error`) when none is usable."""
     if not engine._provider_ready:

@@ -221,12 +221,14 @@ class Engine:
         """Embed what an index pass wrote, in the pass, when the model is in-process and cheap enough
         (`inline` on the provider: the static code model): the index is hybrid-ready when the pass
         returns and never partly embedded. Slower models (MiniLM, remote APIs) embed in the background
-        job instead. A model mismatch is left to `status` (rebuild needed) and the background job."""
+        job instead. Vectors of an earlier static model release are replaced here; any other model
+        mismatch is left to `status` (rebuild needed) and the background job."""
         if not embedding.embeds_inline(self):
             return 0
         provider = self.embedding_provider()
         if provider is None or not getattr(provider, "inline", False):
             return 0
+        embedding.replace_older_static_vectors(self, provider)
         try:
             done = self.embed(progress=(lambda d, t: progress("embed", d, t)) if progress else None)
         except StoreError as exc:  # EmbeddingMismatchError: the index holds another model's vectors
