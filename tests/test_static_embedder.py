@@ -83,6 +83,24 @@ def test_the_run_time_word_cut_gives_exactly_the_tokenizers_pieces() -> None:
         assert model.token_ids(texts) == [ids[: sm.MAX_TOKENS] for ids in expected]
 
 
+def test_the_word_cache_starting_over_keeps_every_text_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its size the cache starts over mid-batch: the words the batch found cached before must be
+    looked up again, not lost (a KeyError on the CPython stdlib once)."""
+    from codebase_index.embeddings import static
+
+    model = StaticEmbedder(MODEL)
+    tokenizer = sm.load_tokenizer(FIXTURES / "tokenizer.json")
+    texts = [p.doc for p in sm.read_pairs([PAIRS])[:300]]
+    expected = [
+        e.ids[: sm.MAX_TOKENS]
+        for e in tokenizer.encode_batch([prepare(t) for t in texts], add_special_tokens=False)
+    ]
+    monkeypatch.setattr(static, "WORD_CACHE_SIZE", len(model._single_pieces) + 200)
+    for start in range(0, len(texts), 50):
+        assert model.token_ids(texts[start : start + 50]) == expected[start : start + 50]
+    assert model.token_ids(texts) == expected
+
+
 def test_a_model_file_that_does_not_match_its_hash_is_refused(tmp_path: Path) -> None:
     copy = tmp_path / "model"
     shutil.copytree(MODEL, copy)

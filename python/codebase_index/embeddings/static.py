@@ -45,6 +45,8 @@ _ASCII_WORDS = re.compile(r"[A-Za-z0-9]+|[!-#%-/:-@\[-^`{-~]")
 """An ASCII text's words as `prepare` + the WordPiece pre-tokenizer cut it: letter-digit runs (split further
 at identifier boundaries by `prepare`, which never looks across them) and single punctuation; `prepare`
 turns `_` and `$` into spaces."""
+_ASCII_SPACE = re.compile(r"[ \t\n\r]+")
+"""The spaces the pre-tokenizer always cuts at (other Unicode spaces stay inside a unit, for it to judge)."""
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 """Control characters, which the tokenizer's normaliser drops before cutting (so `a<DEL>b` is one word)."""
 WORD_CACHE_SIZE = 100_000
@@ -146,46 +148,44 @@ class StaticEmbedder:
         """Each text's token ids (no special tokens), at most MAX_TOKENS: exactly the tokenizer's answer
         for the prepared text.
 
-        ASCII text (nearly all code) is cut into words here the way `prepare` and the WordPiece
-        pre-tokenizer together cut it (letter-digit runs, `_` and `$` dropped, every other punctuation
-        character its own word), and each distinct word's pieces (its identifier parts, lower-cased, then
-        WordPiece) come from a cache the tokenizer fills once per word. Code repeats its words, so this is
-        a regex pass and a lookup per word instead of a tokenizer pass per text. Text with other
-        characters, control characters or the tokenizer's special tokens goes to the tokenizer whole.
+        A text is cut into units here, each unit's pieces come from a cache the tokenizer fills once per
+        distinct unit, and the text's ids are the units' pieces in order. Plain ASCII (nearly all code) is
+        cut the way `prepare` and the WordPiece pre-tokenizer together cut it: letter-digit runs (`prepare`
+        splits them further at identifier joints, never across them), `_` and `$` dropped, every other
+        punctuation character its own unit. Any other stretch between ASCII spaces (non-ASCII letters,
+        control characters, the tokenizer's special tokens) is one unit: WordPiece never joins across
+        whitespace and `prepare` never looks across it. Code repeats its words, so this is a regex pass
+        and a lookup per word instead of a tokenizer pass per text.
         """
-        out: list[list[int]] = [[] for _ in texts]
-        words_per_text: list[list[str]] = []
-        plain: list[int] = []
-        others: list[int] = []
-        for row, text in enumerate(texts):
-            text = text[:MAX_CHARS]
-            if self._cut_here(text):
-                plain.append(row)
-                words_per_text.append(_ASCII_WORDS.findall(text))
-            else:
-                others.append(row)
+        units_per_text = [self._units(text[:MAX_CHARS]) for text in texts]
         with self._lock:
             cache = self._word_pieces
-            missing = {w for words in words_per_text for w in words if w not in cache}
+            missing = {u for units in units_per_text for u in units if u not in cache}
+            if len(cache) + len(missing) > WORD_CACHE_SIZE:
+                cache.clear()
+                cache.update(self._single_pieces)
+                missing = {u for units in units_per_text for u in units if u not in cache}
             if missing:
-                if len(cache) + len(missing) > WORD_CACHE_SIZE:
-                    cache.clear()
-                    cache.update(self._single_pieces)
                 batch = sorted(missing)
-                for word, encoding in zip(batch, self._encode([prepare(w) for w in batch]), strict=True):
-                    cache[word] = encoding.ids
+                for unit, encoding in zip(batch, self._encode([prepare(u) for u in batch]), strict=True):
+                    cache[unit] = encoding.ids
             pieces = cache.__getitem__
-            for row, words in zip(plain, words_per_text, strict=True):
-                out[row] = list(chain.from_iterable(map(pieces, words)))[:MAX_TOKENS]
-            if others:
-                for row, encoding in zip(
-                    others, self._encode([prepare(texts[r]) for r in others]), strict=True
-                ):
-                    out[row] = encoding.ids[:MAX_TOKENS]
-        return out
+            return [list(chain.from_iterable(map(pieces, units)))[:MAX_TOKENS] for units in units_per_text]
 
-    def _cut_here(self, text: str) -> bool:
-        """Whether `token_ids` can cut this text into words itself (plain ASCII, as nearly all code is)."""
+    def _units(self, text: str) -> list[str]:
+        """The units `token_ids` looks up for one text (see there)."""
+        if self._plain(text):
+            return _ASCII_WORDS.findall(text)
+        units: list[str] = []
+        for run in _ASCII_SPACE.split(text):
+            if self._plain(run):
+                units.extend(_ASCII_WORDS.findall(run))
+            elif run:
+                units.append(run)
+        return units
+
+    def _plain(self, text: str) -> bool:
+        """Plain ASCII: no other characters, no control characters, none of the special tokens."""
         if not text.isascii() or _CONTROL.search(text):
             return False
         return not (self._special is not None and self._special.search(text))
