@@ -9,6 +9,9 @@ Printed:
     result is the target's chunk (and whose first result is in the target's file)
   - "relation questions answered by a caller in the top 3": the share of relation queries with a
     caller's chunk (file) among the first 3 results
+`--index-name` / `--changes-index` name the index folders read in each set (default index, changes-index):
+one copy per embedding model, since an index keeps the built-in model that embedded it; the configuration
+(CODEBASE_INDEX_CONFIG included) applies to both kinds of query.
 `--save` writes every query's result (ranks, the first 5 results) for a diagnosis. Change descriptions
 check out branches of the sets' shared changes/ clones: two runs take turns on a lock there, but
 `train_ranker.py extract` does not take it, so do not run it beside this.
@@ -16,6 +19,7 @@ check out branches of the sets' shared changes/ clones: two runs take turns on a
 Usage:
     python bench/acceptance.py [--manifest ~/.cache/codebase-index-train/manifest.json] [--split validation]
         [--mode keyword ...] [--ranker rules|learned] [--no-changes] [--golden NAME] [--save RUN.json]
+        [--index-name index] [--changes-index changes-index]
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from codebase_index.config import Config
+from codebase_index.config import load_config
 from codebase_index.evaluation import QueryResult, evaluate, parse_golden, summarize
 from codebase_index.service import Engine
 
@@ -52,37 +56,49 @@ STYLES = (
 )
 
 
-def change_results(base: Path, mode: str, ranker: str | None) -> list[QueryResult]:
-    """The change descriptions of one set, each searched over its parent snapshot."""
+def change_results(
+    base: Path, mode: str, ranker: str | None, index_name: str = "changes-index"
+) -> list[QueryResult]:
+    """The change descriptions of one set, each searched over its parent snapshot (index `index_name`)."""
     path = base / "changes.json"
     if not path.is_file():
         return []
     entries = json.loads(path.read_text())
-    config = Config()
+    clone = base / "changes"
+    config = load_config(clone)
     if ranker:
         config = msgspec.structs.replace(config, search=msgspec.structs.replace(config.search, ranker=ranker))
     out: list[QueryResult] = []
-    clone = base / "changes"
+    strategies: dict[str, int] = {}
     with (clone / ".git" / "acceptance.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another run would check out other branches under us
         for entry, golden in zip(entries, parse_golden(entries, str(path)), strict=True):
             subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-f", entry["branch"]], check=True)
-            engine = Engine(clone, config, index_path=base / "changes-index")
+            engine = Engine(clone, config, index_path=base / index_name)
             try:
-                out += evaluate(engine, [golden], mode=mode, warmup=False).queries
+                run = evaluate(engine, [golden], mode=mode, warmup=False)
             finally:
                 engine.close()
+            out += run.queries
+            strategies[run.mode] = strategies.get(run.mode, 0) + 1  # what ran: hybrid, keyword-fallback, ...
+    print(f"{base.name} changes ({mode}): strategies {strategies}", file=sys.stderr, flush=True)
     return out
 
 
 def split_results(
-    bases: Sequence[Path], mode: str, ranker: str | None, changes: bool = True, golden: str = "golden.json"
+    bases: Sequence[Path],
+    mode: str,
+    ranker: str | None,
+    changes: bool = True,
+    golden: str = "golden.json",
+    index_name: str = "index",
+    changes_index: str = "changes-index",
 ) -> list[QueryResult]:
     """Every query of the sets (`golden`, then changes.json unless not `changes`), labelled by repo."""
     out: list[QueryResult] = []
     for base in bases:
-        run = run_set(base, [mode], ranker=ranker, golden_name=golden)[mode]
-        got = run.queries + (change_results(base, mode, ranker) if changes else [])
+        run = run_set(base, [mode], index_name=index_name, ranker=ranker, golden_name=golden)[mode]
+        got = run.queries + (change_results(base, mode, ranker, changes_index) if changes else [])
         for q in got:
             q.repo = q.repo or base.name
         print(f"{base.name}: {len(got)} queries", file=sys.stderr, flush=True)
@@ -152,6 +168,10 @@ def main() -> int:
     parser.add_argument("--no-changes", action="store_true", help="skip the change descriptions")
     parser.add_argument("--golden", default="golden.json", help="golden file name in each set")
     parser.add_argument("--save", type=Path, help="write the figures and every query's result as JSON")
+    parser.add_argument("--index-name", default="index", help="the index folder of each set's corpus")
+    parser.add_argument(
+        "--changes-index", default="changes-index", help="the index folder of each set's change snapshots"
+    )
     args = parser.parse_args()
     manifest = json.loads(args.manifest.read_text())
     bases = [
@@ -161,7 +181,9 @@ def main() -> int:
     ]
     saved: dict[str, Any] = {}
     for mode in args.mode or ["keyword"]:
-        results = split_results(bases, mode, args.ranker, not args.no_changes, args.golden)
+        results = split_results(
+            bases, mode, args.ranker, not args.no_changes, args.golden, args.index_name, args.changes_index
+        )
         title = f"{args.split}, {mode}, ranker {args.ranker or 'default'}"
         saved[mode] = report(results, title) | {"queries": msgspec.to_builtins(results)}
     if args.save:

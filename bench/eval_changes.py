@@ -14,8 +14,12 @@ the first 10 distinct files) and nDCG@10, mean over queries, per language and ov
 Hybrid needs the snapshots' vectors: `embed` embeds every cd-* catalog of each changes-index in one job
 (no checkouts; contents shared between snapshots embed once) with the configured provider.
 
+`--index-name NAME` (run, embed) reads and embeds repos/X/NAME instead of changes-index: one copy per
+embedding model (an index keeps the built-in model that embedded it), e.g. changes-index-static embedded
+and searched with CODEBASE_INDEX_CONFIG naming {"embeddingModel": "code-static"}.
+
 Usage:
-    python bench/eval_changes.py embed [--repo NAME ...] [--split validation]
+    python bench/eval_changes.py embed [--repo NAME ...] [--split validation] [--index-name NAME]
     python bench/eval_changes.py run --system ours-hybrid --out /tmp/ours-hybrid.json
     SEMBLE_MODEL_NAME=... semble-venv/bin/python bench/eval_changes.py run --system semble --out s.json
     python bench/eval_changes.py score /tmp/ours-hybrid.json /tmp/bm25.json s.json
@@ -104,7 +108,9 @@ def bm25_files(root: Path, query: str, k1: float = 1.2, b: float = 0.75) -> list
     return sorted(scores, key=lambda p: (-scores[p], p))[:10]
 
 
-def run(system: str, train: Path, only: list[str] | None, split: str = "eval") -> dict[str, list[list[str]]]:
+def run(
+    system: str, train: Path, only: list[str] | None, split: str = "eval", index_name: str = "changes-index"
+) -> dict[str, list[list[str]]]:
     out: dict[str, list[list[str]]] = {}
     for repo, base, queries in eval_sets(train, split):
         if only and repo not in only:
@@ -119,7 +125,7 @@ def run(system: str, train: Path, only: list[str] | None, split: str = "eval") -
             clone = base / "changes"
             for q in queries:
                 subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-f", q["branch"]], check=True)
-                engine = Engine(clone, index_path=base / "changes-index")
+                engine = Engine(clone, index_path=base / index_name)
                 try:
                     response = engine.search(q["query"], top_k=CHUNKS, mode=mode)
                 finally:
@@ -152,7 +158,9 @@ def run(system: str, train: Path, only: list[str] | None, split: str = "eval") -
     return out
 
 
-def embed(train: Path, only: list[str] | None, split: str = "eval") -> None:
+def embed(
+    train: Path, only: list[str] | None, split: str = "eval", index_name: str = "changes-index"
+) -> None:
     """Embed the cd-* catalogs (the parent snapshots) of each repository's changes-index and sync its
     ANN index, as `Engine.embed` does for one branch. With `split` validation, acceptance.py's change
     descriptions then run hybrid too (without vectors hybrid falls back to keyword there)."""
@@ -163,7 +171,7 @@ def embed(train: Path, only: list[str] | None, split: str = "eval") -> None:
     for repo, base, queries in eval_sets(train, split):
         if only and repo not in only:
             continue
-        engine = Engine(base / "changes", index_path=base / "changes-index")
+        engine = Engine(base / "changes", index_path=base / index_name)
         try:
             provider = engine.embedding_provider()
             if provider is None:
@@ -206,6 +214,22 @@ def _rel(hit: Any, root: Path) -> str:
         return path
 
 
+def query_metrics(files: list[str], relevant: list[str]) -> tuple[float, float, float, float]:
+    """(MRR@10, Hit@1, Recall@10, nDCG@10) of one query's file ranking against the changed files.
+
+    >>> query_metrics(["a", "b", "c"], ["b", "z"])
+    (0.5, 0.0, 0.5, 0.38685280723454163)
+    """
+    targets = set(relevant)
+    ranks = [i + 1 for i, f in enumerate(files[:10]) if f in targets]
+    mrr = 1 / ranks[0] if ranks else 0.0
+    hit1 = 1.0 if ranks and ranks[0] == 1 else 0.0
+    recall = len(ranks) / len(targets)
+    dcg = sum(1 / math.log2(r + 1) for r in ranks)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(targets))))
+    return mrr, hit1, recall, dcg / ideal
+
+
 def score(paths: list[Path], train: Path, split: str = "eval") -> None:
     sets = {repo: queries for repo, _, queries in eval_sets(train, split)}
     print(f"{'system':<14} {'lang':<11} {'n':>4} {'MRR@10':>7} {'Hit@1':>6} {'R@10':>6} {'nDCG10':>7}")
@@ -214,15 +238,8 @@ def score(paths: list[Path], train: Path, split: str = "eval") -> None:
         rows: dict[str, list[tuple[float, float, float, float]]] = {}
         for repo, ranked in results.items():
             for q, files in zip(sets[repo], ranked, strict=True):
-                targets = set(q["relevant"])
-                ranks = [i + 1 for i, f in enumerate(files[:10]) if f in targets]
-                mrr = 1 / ranks[0] if ranks else 0.0
-                hit1 = 1.0 if ranks and ranks[0] == 1 else 0.0
-                recall = len(ranks) / len(targets)
-                dcg = sum(1 / math.log2(r + 1) for r in ranks)
-                ideal = sum(1 / math.log2(i + 2) for i in range(min(10, len(targets))))
                 for key in (q["language"], "ALL"):
-                    rows.setdefault(key, []).append((mrr, hit1, recall, dcg / ideal))
+                    rows.setdefault(key, []).append(query_metrics(files, q["relevant"]))
         for key in sorted(rows, key=lambda k: (k == "ALL", k)):
             vals = rows[key]
             means = [sum(v[i] for v in vals) / len(vals) for i in range(4)]
@@ -247,11 +264,15 @@ def main() -> int:
     s.add_argument("--train", type=Path, default=DEFAULT_TRAIN)
     for sub_parser in (p, e, s):
         sub_parser.add_argument("--split", default="eval", help="the manifest's split (eval, validation)")
+    for sub_parser in (p, e):
+        sub_parser.add_argument(
+            "--index-name", default="changes-index", help="the index folder in each repository's set"
+        )
     args = parser.parse_args()
     if args.cmd == "run":
-        args.out.write_text(json.dumps(run(args.system, args.train, args.repo, args.split)))
+        args.out.write_text(json.dumps(run(args.system, args.train, args.repo, args.split, args.index_name)))
     elif args.cmd == "embed":
-        embed(args.train, args.repo, args.split)
+        embed(args.train, args.repo, args.split, args.index_name)
     else:
         score(args.runs, args.train, args.split)
     return 0
