@@ -134,7 +134,7 @@ describe("npm install of the packed plugin", { skip: !ready && "needs make node"
     const cli = await run(path.join(installed, "node_modules", ".bin", "codebase-index"), ["status", project], { cwd: project, env });
     assert.equal(cli.code, 0, cli.stderr);
     assert.match(cli.stdout, /files:\s+4\n/, cli.stdout); // the sample project's three files and opencode.json
-    assert.match(cli.stdout, /embedded:all-MiniLM-L6-v2.* on this machine/, cli.stdout);
+    assert.match(cli.stdout, /embeddings: +\d+\/\d+ chunks \(100%\) with embedded:code-static-v\d+ .* on this machine/, cli.stdout); // hybrid-ready: embedded in the index pass
     assert.doesNotMatch(cli.stderr, /creating the engine/, "no second set-up");
     assert.equal(statSync(marker).mtimeMs, builtAt);
   });
