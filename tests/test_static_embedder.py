@@ -240,3 +240,24 @@ def test_vectors_of_an_earlier_static_model_release_are_replaced_in_the_next_pas
         assert engine.search("renew the session token").strategy == "hybrid"
     finally:
         engine.close()
+
+
+def test_the_ann_index_is_built_after_the_pass_not_in_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the ANN threshold the index pass stores every vector (hybrid search answers, exactly) and
+    leaves the ANN index, a query accelerator, to the round after it: `sync_ann_index` builds it."""
+    from codebase_index import vectors
+
+    monkeypatch.setattr(vectors, "ANN_THRESHOLD", 2)
+    monkeypatch.setattr(Engine, "ann_threshold", lambda self: 2)
+    index = tmp_path / "index"
+    engine = Engine(_project(tmp_path / "proj"), Config(), index_path=index, workers=1)
+    try:
+        assert engine.index(graph=False).embedded >= 2
+        assert not list(index.glob("*.usearch"))
+        assert engine.search("renew the session token").strategy == "hybrid"
+        assert engine.sync_ann_index() == "rebuilt" and list(index.glob("*.usearch"))
+        assert engine.sync_ann_index() == "current"
+    finally:
+        engine.close()

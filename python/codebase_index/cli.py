@@ -143,6 +143,9 @@ def cmd_index(args: argparse.Namespace) -> int:
             provider = engine.embedding_provider()  # built by the pass: no load here
             model = provider.model_id if provider is not None else "the embedded model"
             embed_line = f"embedded {report.embedded} chunks with {model} in the index pass"
+            started = time.perf_counter()
+            if engine.sync_ann_index() is not None:
+                embed_line += f"; ANN index of the vectors built in {time.perf_counter() - started:.1f}s"
         elif not args.keyword_only:
             embed_line = _wait_for_embeddings(engine, quiet=args.json)
     finally:

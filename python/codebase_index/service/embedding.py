@@ -123,21 +123,30 @@ def embed(
     progress: EmbedProgressFn | None = None,
     stop: threading.Event | None = None,
     wait_for_lock: bool = True,
+    sync_ann: bool = True,
 ) -> EmbedReport | None:
-    """Embed the current branch's pending chunks (committed batch by batch) and bring the ANN index
-    up to date; None when no provider is usable. Raises EmbeddingMismatchError on a model change."""
+    """Embed the current branch's pending chunks (committed batch by batch) and (`sync_ann`) bring the
+    ANN index up to date; None when no provider is usable. Raises EmbeddingMismatchError on a model
+    change."""
     provider = engine.embedding_provider()
     if provider is None:
         return None
     job = EmbeddingJob(engine.index_dir, engine.embedding_catalogs(), provider, stop=stop)
     report = job.run(progress, wait_for_lock=wait_for_lock)
-    if not report.cancelled and report.error is None:
-        count = engine.store.conn.execute(
-            "SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (provider.model_id,)
-        ).fetchone()[0]
-        if count >= engine.ann_threshold():
-            AnnIndex.sync(engine.store, engine.index_dir, provider.model_id, provider.dimensions)
+    if sync_ann and not report.cancelled and report.error is None:
+        sync_ann_index(engine, provider)
     return report
+
+
+def sync_ann_index(engine: Engine, provider: EmbeddingProvider) -> str | None:
+    """Bring the ANN index of `provider`'s vectors up to date when there are enough of them for one
+    (what `AnnIndex.sync` did: "current", "updated", ...), else None: search is exact below that."""
+    count = engine.store.conn.execute(
+        "SELECT COUNT(*) FROM embeddings WHERE model_id = ?", (provider.model_id,)
+    ).fetchone()[0]
+    if count < engine.ann_threshold():
+        return None
+    return AnnIndex.sync(engine.store, engine.index_dir, provider.model_id, provider.dimensions)[1]
 
 
 def query_vector(engine: Engine, text: str) -> np.ndarray:

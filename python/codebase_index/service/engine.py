@@ -230,7 +230,12 @@ class Engine:
             return 0
         embedding.replace_older_static_vectors(self, provider)
         try:
-            done = self.embed(progress=(lambda d, t: progress("embed", d, t)) if progress else None)
+            # The ANN index (above ANN_THRESHOLD vectors) is only a query accelerator: search is exact
+            # without it, so its build is left to the background round after the pass (the sidecar)
+            # or to `sync_ann_index` (the CLI), not counted as part of becoming hybrid-ready.
+            done = self.embed(
+                progress=(lambda d, t: progress("embed", d, t)) if progress else None, sync_ann=False
+            )
         except StoreError as exc:  # EmbeddingMismatchError: the index holds another model's vectors
             log.info("inline embedding skipped: %s", exc)
             return 0
@@ -364,9 +369,18 @@ class Engine:
         progress: EmbedProgressFn | None = None,
         stop: threading.Event | None = None,
         wait_for_lock: bool = True,
+        sync_ann: bool = True,
     ) -> EmbedReport | None:
         """Embed the branch's pending chunks and bring the ANN index up to date (`embedding.embed`)."""
-        return embedding.embed(self, progress=progress, stop=stop, wait_for_lock=wait_for_lock)
+        return embedding.embed(
+            self, progress=progress, stop=stop, wait_for_lock=wait_for_lock, sync_ann=sync_ann
+        )
+
+    def sync_ann_index(self) -> str | None:
+        """Build or update the ANN index over the vectors (after an index pass that embedded inline);
+        None when there is no provider or too few vectors for one (`embedding.sync_ann_index`)."""
+        provider = self.embedding_provider()
+        return embedding.sync_ann_index(self, provider) if provider is not None else None
 
     def embedding_catalogs(self, branch: str | None = None) -> list[str]:
         """What the embedding job covers, in order: the branch, then each knowledge base (search covers
