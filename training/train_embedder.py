@@ -17,6 +17,9 @@ import argparse
 import json
 import sys
 import time
+import zlib
+from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import static_model as sm
 
-STATIC_NAME = "code-static-v1"
+STATIC_NAME = "code-static-v2"
 
 
 def minilm_dir() -> Path:
@@ -54,6 +57,77 @@ def initial_table(kind: str, vocab: int, dims: int, seed: int) -> np.ndarray:
     return (rng.standard_normal((vocab, dims)) / np.sqrt(dims)).astype(np.float32)
 
 
+def parse_caps(specs: Sequence[str]) -> dict[str, float]:
+    """`KIND=SHARE` specs (`ident=0.25`) as {kind: share}; the shares of all capped kinds sum below 1."""
+    caps: dict[str, float] = {}
+    for spec in specs:
+        kind, sep, value = spec.partition("=")
+        share = float(value) if sep else -1.0
+        if not kind or not 0.0 < share < 1.0:
+            raise SystemExit(f"--kind-cap wants KIND=SHARE with 0 < SHARE < 1, got {spec!r}")
+        caps[kind] = share
+    if sum(caps.values()) >= 1.0:
+        raise SystemExit("--kind-cap shares must sum below 1")
+    return caps
+
+
+def cap_targets(counts: dict[str, int], caps: dict[str, float]) -> dict[str, int]:
+    """How many pairs of each kind to keep so that each capped kind is at most its share of the result.
+    A capped kind that is already under its share is kept whole (and counts as uncapped)."""
+    binding = {k: s for k, s in caps.items() if counts.get(k, 0) > 0}
+    while True:
+        free = sum(n for k, n in counts.items() if k not in binding)
+        total = free / (1.0 - sum(binding.values())) if binding else float(free)
+        loose = {k for k, s in binding.items() if counts[k] <= s * total}
+        if not loose:
+            break
+        binding = {k: s for k, s in binding.items() if k not in loose}
+    return {k: (int(binding[k] * total) if k in binding else n) for k, n in counts.items()}
+
+
+def _rng(seed: int, *parts: str) -> np.random.Generator:
+    return np.random.default_rng([seed, *(zlib.crc32(p.encode()) for p in parts)])
+
+
+def _keep(members: list[int], keep: int, rng: np.random.Generator) -> list[int]:
+    return members if keep >= len(members) else sorted(rng.permutation(members)[:keep].tolist())
+
+
+def mix(
+    pairs: list[sm.Pair], caps: dict[str, float], max_per_repo: int, seed: int
+) -> tuple[list[sm.Pair], dict[str, Any]]:
+    """The data mix: at most `max_per_repo` pairs per repository (a seeded sample, kinds in proportion),
+    then each capped kind down to its share of the whole, taken from every repository in the same
+    proportion (a seeded sample per repository and kind; the rounding remainder goes to the largest
+    repositories). Pairs keep their file order; the same seed gives the same pairs."""
+    by_repo: dict[str, list[int]] = defaultdict(list)
+    for i, pair in enumerate(pairs):
+        by_repo[pair.repo].append(i)
+    kept: list[int] = []
+    for repo in sorted(by_repo):
+        kept.extend(_keep(by_repo[repo], max_per_repo or len(by_repo[repo]), _rng(seed, "repo", repo)))
+    kept.sort()
+    counts: dict[str, int] = defaultdict(int)
+    for i in kept:
+        counts[pairs[i].kind] += 1
+    targets = cap_targets(dict(counts), caps)
+    cells: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i in kept:
+        cells[(pairs[i].kind, pairs[i].repo)].append(i)
+    chosen: list[int] = []
+    for kind, target in sorted(targets.items()):
+        keys = sorted((k for k in cells if k[0] == kind), key=lambda k: (-len(cells[k]), k[1]))
+        ratio = target / counts[kind]
+        quotas = {k: int(len(cells[k]) * ratio) for k in keys}
+        for k in keys[: target - sum(quotas.values())]:
+            quotas[k] += 1
+        for k in keys:
+            chosen.extend(_keep(cells[k], quotas[k], _rng(seed, "kind", *k)))
+    chosen.sort()
+    summary = {"kind_caps": caps, "max_per_repo": max_per_repo, "mined": len(pairs), "mixed": len(chosen)}
+    return [pairs[i] for i in chosen], summary
+
+
 def fit(args: argparse.Namespace) -> int:
     tokenizer_file = Path(args.tokenizer) if args.tokenizer else minilm_dir() / "tokenizer.json"
     tokenizer = sm.load_tokenizer(tokenizer_file)
@@ -61,7 +135,10 @@ def fit(args: argparse.Namespace) -> int:
     pairs = sm.read_pairs(files)
     if args.max_pairs:
         pairs = pairs[: args.max_pairs]
-    print(f"{len(pairs)} pairs from {len(files)} files")
+    data_mix: dict[str, Any] | None = None
+    if args.kind_cap or args.max_per_repo:
+        pairs, data_mix = mix(pairs, parse_caps(args.kind_cap), args.max_per_repo, args.seed)
+    print(f"{len(pairs)} pairs from {len(files)} files" + (f" (mix {data_mix})" if data_mix else ""))
     config = sm.TrainConfig(
         epochs=args.epochs, batch=args.batch, lr_table=args.lr, temperature=args.temperature, seed=args.seed
     )
@@ -83,6 +160,7 @@ def fit(args: argparse.Namespace) -> int:
             "pairs": len(pairs),
             "kinds": kinds,
             "languages": languages,
+            **({"data_mix": data_mix} if data_mix else {}),
             "repositories": len({p.repo for p in pairs}),
             "seconds": round(time.perf_counter() - started, 1),
         },
@@ -142,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--temperature", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-pairs", type=int, default=0)
+    p.add_argument(
+        "--kind-cap",
+        action="append",
+        default=[],
+        metavar="KIND=SHARE",
+        help="cap a pair kind at SHARE of the pairs trained on (repeatable; seeded sample per repository)",
+    )
+    p.add_argument("--max-per-repo", type=int, default=0, help="at most N pairs per repository (seeded)")
     p.set_defaults(func=fit)
     p = sub.add_parser("eval")
     p.add_argument("model")
