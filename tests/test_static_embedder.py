@@ -74,11 +74,12 @@ def test_the_run_time_word_cut_gives_exactly_the_tokenizers_pieces() -> None:
     rng = random.Random(5)
     characters = "aAbBzZhHtT019_$ \t\n\r\x0b\x0c\x1c\x00\x7f()[]{}<>.,;:'\"`~!@#%^&*-+=/\\|?\u00a0é中"
     words = ["HTTPServer", "parseJSON", "getX", "[UNK]", "[CLS]", "__init__", "$el", "aB_cD$eF", "x" * 130]
+    words += ["documentación", "ñandú", "日本語", "テキスト", "，", "Straße", "中x_y"]
     pieces = [*characters, *words]
     texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
     texts += [p.doc for p in sm.read_pairs([PAIRS])[:200]]
     expected = [e.ids for e in tokenizer.encode_batch([prepare(t) for t in texts], add_special_tokens=False)]
-    assert sum(t.isascii() for t in texts) > 1000
+    assert sum(t.isascii() for t in texts) > 500
     for _ in range(2):
         assert model.token_ids(texts) == [ids[: sm.MAX_TOKENS] for ids in expected]
 
