@@ -33,16 +33,7 @@ from eval_changes import DEFAULT_TRAIN, eval_sets, query_metrics  # noqa: E402
 
 VALIDATION_METRICS = ("file nDCG@10", "chunk nDCG@10", "file MRR@10", "chunk MRR@10", "Hit@1")
 CHANGE_METRICS = ("MRR@10", "Hit@1", "Recall@10", "nDCG@10")
-STYLES = (
-    "identifier",
-    "description",
-    "error",
-    "error_pasted",
-    "snippet",
-    "snippet_renamed",
-    "relation",
-    "change",
-)
+from acceptance import STYLES  # noqa: E402  (the validation styles, in report order)
 
 
 def ndcg(ranks: list[int], n_relevant: int, k: int = 10) -> float:
