@@ -82,6 +82,9 @@ def test_the_run_time_word_cut_gives_exactly_the_tokenizers_pieces() -> None:
     assert sum(t.isascii() for t in texts) > 500
     for _ in range(2):
         assert model.token_ids(texts) == [ids[: sm.MAX_TOKENS] for ids in expected]
+    from codebase_index.embeddings.static import LONGEST_CACHED_UNIT
+
+    assert max(map(len, model._word_pieces)) <= LONGEST_CACHED_UNIT, "a one-off blob is not kept"
 
 
 def test_the_word_cache_starting_over_keeps_every_text_exact(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,6 +54,8 @@ _UNITS = re.compile(f"[^ \\t\\n\\r!-/:-@\\[-`{{-~{_CJK}]+|[!-#%-/:-@\\[-^`{{-~]|
 CJK ideographs, each its own unit, spaced out by the normaliser). On plain ASCII these are its letter-digit
 runs and punctuation. Everything else (accents, control characters the normaliser drops, other Unicode)
 stays inside a unit for the tokenizer to judge, so the cut never changes the pieces."""
+LONGEST_CACHED_UNIT = 100
+"""Characters of the longest unit kept in the cache (WordPiece makes one [UNK] of any longer word)."""
 WORD_CACHE_SIZE = 100_000
 """Distinct words whose pieces are kept (~20 MB; a large project uses tens of thousands); past it the cache
 starts over from the vocabulary."""
@@ -172,7 +174,11 @@ class StaticEmbedder:
                 for unit, encoding in zip(batch, self._encode([prepare(u) for u in batch]), strict=True):
                     cache[unit] = encoding.ids
             pieces = cache.__getitem__
-            return [list(chain.from_iterable(map(pieces, units)))[:MAX_TOKENS] for units in units_per_text]
+            out = [list(chain.from_iterable(map(pieces, units)))[:MAX_TOKENS] for units in units_per_text]
+            for unit in missing:
+                if len(unit) > LONGEST_CACHED_UNIT:  # a base64 blob or the like: never seen twice
+                    del cache[unit]
+            return out
 
     def _units(self, text: str) -> list[str]:
         """The units `token_ids` looks up for one text (see there)."""
