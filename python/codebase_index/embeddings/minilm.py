@@ -11,7 +11,6 @@ matmuls. Weights load on first use, so importing this module stays cheap.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import math
@@ -30,6 +29,7 @@ from . import EMBEDDED_MODEL_ID
 from .base import EmbeddingError
 from .blas_threads import single_blas_thread
 from .safetensors_reader import SafetensorsError, read_safetensors
+from .static import file_sha256
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -95,14 +95,11 @@ def verify_file(path: Path, expected: str) -> None:
     key = (str(path), expected, stat.st_size, stat.st_mtime_ns)
     if key in _verified:
         return
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected:
+    found = file_sha256(path)
+    if found != expected:
         raise EmbeddingError(
             f"MiniLM's {path} does not match the sha256 this codebase-index expects "
-            f"({digest.hexdigest()[:12]} != {expected[:12]}): reinstall it; {install_hint()}"
+            f"({found[:12]} != {expected[:12]}): reinstall it; {install_hint()}"
         )
     _verified[key] = None
 
