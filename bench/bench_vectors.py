@@ -93,7 +93,7 @@ def embedding_throughput(work: Path, chunks_wanted: int) -> tuple[dict[str, Any]
     # ~500 bytes of source per chunk on the stdlib
     stdlib_subset(root, chunks_wanted * 500)
     engine = Engine(root, EMBEDDED, index_path=work / "subset-index")
-    engine.index()
+    engine.index(embed=False)  # keyword only: the default model would embed in the pass, leaving none to time
     provider = engine.embedding_provider()
     assert provider is not None, engine.embedding_error()
     provider.embed_query("load the weights before timing")
@@ -279,7 +279,7 @@ def stdlib_estimate(
     root = Path(sysconfig.get_paths()["stdlib"])
     engine = Engine(root, EMBEDDED, index_path=work / "stdlib-index")
     t0 = time.perf_counter()
-    report = engine.index()
+    report = engine.index(embed=False)
     seconds = time.perf_counter() - t0
     distinct = engine.store.conn.execute("SELECT COUNT(DISTINCT chunk_hash) FROM chunks").fetchone()[0]
     engine.close()
