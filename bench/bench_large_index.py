@@ -5,7 +5,10 @@ The corpus is a folder of real repositories side by side (each a `git archive` o
 HEAD: see `--make-corpus`), indexed as one project with the default configuration, so every chunk is
 embedded in the index pass. Prints the index wall and CPU time, chunks, vectors, the index size, the peak
 RSS of this process (the index pass runs in it), then keyword and hybrid query latency (p50/p95 over
-queries made from the corpus's own symbols and their words, each timed once after a warm-up pass).
+queries made from the corpus's own symbols and their words, each timed once after a warm-up pass): hybrid
+first exact (what a search sees right after the pass), then with the ANN index the sidecar's next round
+builds (its build time is printed too). Beside this process's peak RSS, the largest chunk worker's (two
+run beside it on two cores).
 
 Usage:
     python bench/bench_large_index.py --make-corpus --mirrors /work/.mirror --count 80 CORPUS
@@ -97,26 +100,38 @@ def main() -> int:
         report = engine.index()
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        workers_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         status = engine.status()
         vectors = status.embeddings.embedded if status.embeddings is not None else 0
         size_mb = sum(f.stat().st_size for f in index.rglob("*") if f.is_file()) / 2**20
         print(
             f"indexed {status.files} files, {status.chunks} chunks, {vectors} vectors "
             f"({report.embedded} in the pass) in {wall:.1f} s wall, {cpu:.1f} s CPU; "
-            f"peak RSS {peak_mb:.0f} MB; "
+            f"peak RSS {peak_mb:.0f} MB (+ {workers_mb:.0f} MB the largest worker); "
             f"index {size_mb:.0f} MB; load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after",
             flush=True,
         )
         queries = sample_queries(engine, args.queries, args.seed)
         latency: dict[str, dict[str, float]] = {}
-        for mode in ("keyword", "hybrid"):
+        ann_s = 0.0
+
+        def build_ann() -> None:
+            nonlocal ann_s
+            started = time.perf_counter()
+            outcome = engine.sync_ann_index()
+            ann_s = time.perf_counter() - started
+            print(f"ANN index: {outcome} in {ann_s:.1f} s", flush=True)
+
+        for mode in ("keyword", "hybrid", "hybrid-ann"):
+            if mode == "hybrid-ann":
+                build_ann()
             for q in queries[:20]:  # warm-up: caches, the ANN index, the model
-                engine.search(q, mode=mode)
+                engine.search(q, mode=mode.removesuffix("-ann"))
             times = []
             strategies: dict[str, int] = {}
             for q in queries:
                 started = time.perf_counter()
-                response = engine.search(q, mode=mode)
+                response = engine.search(q, mode=mode.removesuffix("-ann"))
                 times.append((time.perf_counter() - started) * 1000)
                 strategies[response.strategy] = strategies.get(response.strategy, 0) + 1
             latency[mode] = {
@@ -136,6 +151,8 @@ def main() -> int:
                     "index_wall_s": round(wall, 1),
                     "index_cpu_s": round(cpu, 1),
                     "peak_rss_mb_index": round(peak_mb),
+                    "peak_rss_mb_worker": round(workers_mb),
+                    "ann_build_s": round(ann_s, 1),
                     "peak_rss_mb_after_queries": round(peak_after),
                     "index_mb": round(size_mb),
                     "latency": latency,

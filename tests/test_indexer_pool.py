@@ -116,11 +116,15 @@ def dying_item(item: tuple[str, str, str, bool]) -> object:
     return dying_process_file(*item)
 
 
-def dying_chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[object]:
+def dying_chunk_many(
+    items: list[tuple[str, str, str]], extract_graph: bool = False, embed_folder: str = ""
+) -> list[object]:
     return [dying_process_file(path, text, language, extract_graph) for path, text, language in items]
 
 
-def raising_chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[object]:
+def raising_chunk_many(
+    items: list[tuple[str, str, str]], extract_graph: bool = False, embed_folder: str = ""
+) -> list[object]:
     if any(POISON in text for _, text, _ in items):
         raise MemoryError("worker ran out of memory")
     return dying_chunk_many(items, extract_graph)
@@ -153,3 +157,118 @@ def test_a_failing_worker_loses_only_its_file(
         assert again.files == 8 and "error" not in again.skipped and engine.status().errors == []
     finally:
         engine.close()
+
+
+# -- the pass: slices, and vectors made beside chunking ---------------------------------------------------
+
+
+def vectors(index: Path) -> dict[str, bytes]:
+    conn = sqlite3.connect(index / "codebase.db")
+    try:
+        return dict(conn.execute("SELECT chunk_hash, vector FROM embeddings"))
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_vectors_made_in_the_pass_equal_the_embedding_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pooled: bool
+) -> None:
+    """The chunk workers embed with the static model as they chunk (the index is hybrid-ready when the
+    pass ends, and embedding no longer runs after it on one core): the same vectors, byte for byte, as the
+    embedding job makes from the stored chunks, here made with the pass's model switched off."""
+    repo = tmp_path / "repo"
+    make_repo(repo, 12)
+    if pooled:
+        monkeypatch.setattr(processing, "PARALLEL_THRESHOLD_BYTES", 0)
+    engine = Engine(repo, index_path=tmp_path / "pass", workers=2)
+    try:
+        report = engine.index()
+        assert engine.status().embeddings.embedded == report.chunks > 0
+    finally:
+        engine.close()
+    assert report.embedded == report.chunks  # all of them in the pass, none left for the job
+
+    from codebase_index.service import embedding
+
+    monkeypatch.setattr(embedding, "pass_embedding", lambda engine: None)
+    job = Engine(repo, index_path=tmp_path / "job", workers=2)
+    try:
+        assert job.index().embedded == report.chunks
+    finally:
+        job.close()
+    made_in_pass, made_by_job = vectors(tmp_path / "pass"), vectors(tmp_path / "job")
+    assert len(made_in_pass) == report.chunks
+    assert made_in_pass == made_by_job
+
+
+def test_a_run_in_many_slices_stores_what_one_slice_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run reads, chunks and writes a slice at a time (its memory is a few slices, not the project):
+    cut into one-file slices, with the workers' lookahead, it stores exactly what one slice stores; a
+    content that recurs in a later slice is chunked once, and a file that kills its worker is lost alone,
+    at every path that holds it."""
+    from codebase_index import indexer
+
+    repo = tmp_path / "repo"
+    make_repo(repo, 10)
+    (repo / "pkg" / "copy_a.py").write_text((repo / "pkg" / "mod3.py").read_text())
+    (repo / "zz_copy.py").write_text((repo / "pkg" / "mod3.py").read_text())
+    whole = Engine(repo, index_path=tmp_path / "whole", workers=2)
+    try:
+        whole_report = whole.index()
+    finally:
+        whole.close()
+
+    monkeypatch.setattr(indexer, "READ_SLICE_BYTES", 1)
+    monkeypatch.setattr(processing, "PARALLEL_THRESHOLD_BYTES", 0)
+    chunked: list[int] = []
+    sliced = Engine(repo, index_path=tmp_path / "sliced", workers=2)
+    try:
+        report = sliced.index(
+            progress=lambda phase, done, total: chunked.append(done) if phase == "chunk" else None
+        )
+    finally:
+        sliced.close()
+    assert (report.files, report.chunks, report.chunks_added) == (
+        whole_report.files,
+        whole_report.chunks,
+        whole_report.chunks_added,
+    )
+    assert dump(tmp_path / "whole") == dump(tmp_path / "sliced")
+    assert vectors(tmp_path / "whole") == vectors(tmp_path / "sliced")
+    assert max(chunked) == whole_report.files - 2  # the two copies were not chunked again
+
+    (repo / "pkg" / "bad.py").write_text(f"# {POISON}\ndef cursed():\n    return 1\n")
+    (repo / "zz_bad_copy.py").write_text(f"# {POISON}\ndef cursed():\n    return 1\n")
+    monkeypatch.setattr(processing, "_chunk_many", dying_chunk_many)
+    monkeypatch.setattr(processing, "_process_item", dying_item)
+    again = Engine(repo, index_path=tmp_path / "sliced", workers=2)
+    try:
+        report = again.index()
+        assert report.skipped.get("error") == 2 and report.files == whole_report.files
+        assert sorted(e.path for e in again.status().errors) == ["pkg/bad.py", "zz_bad_copy.py"]
+    finally:
+        again.close()
+
+
+def test_a_run_that_only_rereads_skipped_files_writes_nothing(tmp_path: Path) -> None:
+    """A fresh indexer re-reads the files it skipped before (binary, generated): when they are skipped
+    again for the same reasons, the run commits nothing (the index's generation stays)."""
+    repo = tmp_path / "repo"
+    make_repo(repo, 3)
+    (repo / "blob.py").write_bytes(b"\x00\x01binary\x00" * 100)
+    first = Engine(repo, index_path=tmp_path / "index", workers=2)
+    try:
+        assert first.index().skipped.get("binary") == 1
+        generation = first.store.generation()
+    finally:
+        first.close()
+    second = Engine(repo, index_path=tmp_path / "index", workers=2)
+    try:
+        report = second.index()
+        assert report.files_changed == 0 and report.skipped.get("binary") == 1
+        assert second.store.generation() == generation
+    finally:
+        second.close()

@@ -46,6 +46,27 @@ def test_plain_progress_reports_start_periodic_pace_and_end() -> None:
     assert len(lines) == 5 and lines[-1] == "embed: 1000/1000 in 31s"
 
 
+def test_interleaved_phases_each_keep_their_start_and_pace() -> None:
+    """An index run chunks the next slice while it writes this one: each phase is announced once, paced
+    from its own start, and ended once."""
+    out, clock = io.StringIO(), Clock()
+    progress = Progress(out, plain_every=10.0, clock=clock)
+    for step in range(1, 11):
+        clock.now += 3.0
+        progress("chunk", step * 100, 1000)
+        progress("write", (step - 1) * 100, 1000)
+    clock.now += 3.0
+    progress("write", 1000, 1000)
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if "started" in line] == [
+        "chunk: started (1000 items)",
+        "write: started (1000 items)",
+    ]
+    assert "chunk: 1000/1000 in 27s" in lines and "write: 1000/1000 in 30s" in lines
+    periodic = [line for line in lines if "/s" in line]
+    assert periodic and all(", 33.3/s" in line for line in periodic), periodic
+
+
 def test_terminal_bar_redraws_one_line_and_ends_it() -> None:
     out, clock = Tty(), Clock()
     progress = Progress(out, clock=clock)

@@ -51,7 +51,8 @@ def _root(args: argparse.Namespace) -> Path:
 class Progress:
     """A one-line progress bar on a terminal; on a pipe (logs, CI) a line when a phase starts, every
     `plain_every` seconds while it runs (embedding a big repository takes minutes), and when it ends. Both
-    show the rate and the time left once a phase has run for a second."""
+    show the rate and the time left once a phase has run for a second. Phases may interleave (an index
+    run chunks the next slice while it writes this one): each keeps its own start and pace."""
 
     def __init__(
         self,
@@ -70,6 +71,7 @@ class Progress:
         self._last_draw = 0.0
         self._phase_start = 0.0
         self._start_done = 0
+        self._phases: dict[str, tuple[float, int]] = {}  # phase -> (when it started, done then)
 
     def _pace(self, done: int, total: int, now: float) -> str:
         """`, 24.1/s, 3m05s left` once the phase has run a second and moved; '' before."""
@@ -86,8 +88,13 @@ class Progress:
         if not self.enabled:
             return
         now = self._clock()
+        first = phase not in self._phases
+        if first:
+            self._phases[phase] = (now, done)
         if phase != self._last_phase:
-            self._phase_start, self._start_done, self._last_draw = now, done, 0.0
+            self._phase_start, self._start_done = self._phases[phase]
+            if self.tty:
+                self._last_draw = 0.0  # the other phase's bar was drawn last: redraw this one now
         finished = bool(total) and done >= total
         if self.tty:
             if not finished and now - self._last_draw < 0.1 and phase == self._last_phase:
@@ -103,7 +110,7 @@ class Progress:
             if finished:
                 self.stream.write("\n")
             self.stream.flush()
-        elif phase != self._last_phase:
+        elif first:
             self.stream.write(f"{phase}: started ({total} items)\n" if total else f"{phase}: started\n")
             self._last_draw = now
             self.stream.flush()

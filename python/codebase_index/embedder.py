@@ -371,18 +371,42 @@ def purge_orphan_embeddings(store: Store) -> int:
     return removed
 
 
-def _store_batch(
-    store: Store, model_id: str, hashes: Sequence[str], vectors: np.ndarray, rate: float | None
-) -> None:
-    with store.transaction():
-        store.conn.executemany(
-            "INSERT OR IGNORE INTO embeddings (chunk_hash, model_id, vector) VALUES (?, ?, ?)",
-            [(h, model_id, encode_vector(v)) for h, v in zip(hashes, vectors, strict=True)],
-        )
+def has_failures(store: Store, model_id: str) -> bool:
+    ensure_tables(store.conn)
+    row = store.conn.execute("SELECT 1 FROM embedding_failures WHERE model_id = ? LIMIT 1", (model_id,))
+    return row.fetchone() is not None
+
+
+def insert_vectors(
+    store: Store, model_id: str, hashes: Sequence[str], vectors: bytes, *, clear_failures: bool = True
+) -> int:
+    """Store one float16 row of `vectors` per chunk hash (a hash already embedded keeps its vector) in the
+    caller's transaction; `clear_failures` also forgets those hashes' earlier failures. Returns how many
+    vectors were new."""
+    if not hashes:
+        return 0
+    width = len(vectors) // len(hashes)
+    if width * len(hashes) != len(vectors) or width == 0:
+        raise ValueError(f"{len(vectors)} bytes of vectors for {len(hashes)} chunks")
+    changes = store.conn.total_changes
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO embeddings (chunk_hash, model_id, vector) VALUES (?, ?, ?)",
+        [(h, model_id, vectors[i * width : (i + 1) * width]) for i, h in enumerate(hashes)],
+    )
+    added = store.conn.total_changes - changes
+    if clear_failures:
         store.conn.executemany(
             "DELETE FROM embedding_failures WHERE chunk_hash = ? AND model_id = ?",
             [(h, model_id) for h in hashes],
         )
+    return added
+
+
+def _store_batch(
+    store: Store, model_id: str, hashes: Sequence[str], vectors: np.ndarray, rate: float | None
+) -> None:
+    with store.transaction():
+        insert_vectors(store, model_id, hashes, np.asarray(vectors, dtype=np.float16).tobytes())
         if rate is not None:
             store.set_meta(META_RATE, f"{rate:.2f}")
 

@@ -13,24 +13,35 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import msgspec
 
+from . import embedder, literal_index, patterns, problems, processing, walk_cache
 from . import files as discovery
-from . import literal_index, patterns, problems, walk_cache
 from .chunking import language_for_path
 from .config import Config
 from .graph.store import EdgeRefresh, GraphStore
 from .models import DiscoveredFile, SkippedFile
-from .processing import ProcessedFile, chunk_all, content_key, graph_enabled, graph_language, one_line
+from .processing import (
+    PassEmbedding,
+    ProcessedFile,
+    Work,
+    chunk_slices,
+    content_key,
+    graph_enabled,
+    graph_language,
+    one_line,
+)
 from .store import FileRow, SkippedRow, Store
 
 ProgressFn = Callable[[str, int, int], None]
 log = logging.getLogger(__name__)
 
 WRITE_BATCH_FILES = 200
+READ_SLICE_BYTES = 8_000_000
+"""Text read, chunked and written per slice of a run: what bounds a run's memory, whatever the project."""
 # Bump when chunking or tokenization output changes: indexes made by another version re-chunk on the next run.
 # 2: generated files skipped, non-UTF-8 text decoded, one-line data files chunked (embeddings are kept:
 # they are keyed by chunk text).
@@ -72,6 +83,13 @@ class _Pending(msgspec.Struct):
     text: str | None  # None: content already stored, only the file row changes
 
 
+class _WriteOutcome(msgspec.Struct):
+    chunks_added: int
+    files_written: int
+    files_changed: int  # of those written, the ones whose content was read (not only re-stat'ed)
+    vectors_added: int = 0  # chunks the pass model embedded beside chunking
+
+
 class Indexer:
     """Brings one catalog (a branch, or a knowledge base) in the store up to date with the files under
     `root`. Keep one instance per root: it remembers the last walk and skip decisions so that a re-index
@@ -98,6 +116,9 @@ class Indexer:
         # Extract the code graph in the run, from the chunker's parse, instead of marking contents for
         # graph.extractor: for callers that wait for the graph anyway (CLI index), it saves a re-parse.
         self.extract_graph = False
+        # The model that embeds chunks in the run, beside chunking (set by the engine when the index's
+        # model is the built-in static one); None leaves every vector to the embedding job.
+        self.pass_embedding: PassEmbedding | None = None
         self._graph_errors = 0
         self._fallbacks = 0
 
@@ -188,8 +209,8 @@ class Indexer:
             existing = self._stored_rows(branch, generation)
             skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
 
-            pending: list[_Pending] = []
-            dropped: list[str] = []
+            known: list[_Pending] = []  # content known from another branch's row: nothing to read
+            to_read: list[tuple[DiscoveredFile, tuple[int, int, int, str, str] | None]] = []
             unchanged = 0
             read_skips = self._read_skips
             # A new branch (first run after a checkout): files whose stat still matches the branch this
@@ -206,41 +227,56 @@ class Indexer:
                 if not force and old is not None and old[:3] == stat_now:
                     unchanged += 1
                     continue
-                known = donor.get(entry.path)
-                if known is not None and known[:3] == stat_now:
-                    pending.append(_Pending(FileRow(entry.path, *stat_now, known[3], known[4]), None))
+                known_row = donor.get(entry.path)
+                if known_row is not None and known_row[:3] == stat_now:
+                    known.append(_Pending(FileRow(entry.path, *stat_now, known_row[3], known_row[4]), None))
                     continue
                 known_skip = read_skips.get(entry.path)
                 if known_skip is not None and known_skip[0] == stat_now and not force:
                     skipped.append(known_skip[1])
                     continue
-                item = self._prepare(entry, old, force)
-                if isinstance(item, SkippedRow):
-                    if item.reason != "error":  # errors are retried by the next run
-                        read_skips[entry.path] = (stat_now, item)
-                    skipped.append(item)
-                    if old is not None:
-                        dropped.append(entry.path)  # indexed before, skipped now (binary, generated)
-                elif item is not None:
-                    pending.append(item)
+                to_read.append((entry, old))
             removed = (
-                sorted((set(existing) - {f.path for f in found.files}) | set(dropped))
-                if len(existing) > unchanged
-                else []
+                sorted(set(existing) - {f.path for f in found.files}) if len(existing) > unchanged else []
             )
-
             stored_skipped, counts = self._stored_state(branch, generation)
-            if (
-                not pending
-                and not removed
-                and not force
-                and frozenset(skipped) == stored_skipped
-                and store.has_catalog(branch)
-            ):
+
+            def idle() -> bool:
+                """Nothing to write after all (every file read was skipped as before)."""
+                return (
+                    not removed
+                    and not force
+                    and frozenset(skipped) == stored_skipped
+                    and store.has_catalog(branch)
+                )
+
+            if not to_read and not known and idle():
                 self._synced = None if _has_errors(skipped) else (branch, generation)
                 return self._report(branch, counts, 0, unchanged, 0, 0, skipped, started)
 
-            to_chunk = self._to_chunk(pending, force)
+            def read_slices() -> Iterator[list[_Pending]]:
+                """The files to write, read a slice at a time (READ_SLICE_BYTES of text): a run holds a
+                few slices' texts, never the project's."""
+                if known:
+                    yield known
+                batch: list[_Pending] = []
+                size = 0
+                for entry, old in to_read:
+                    item = self._prepare(entry, old, force)
+                    if isinstance(item, SkippedRow):
+                        if item.reason != "error":  # errors are retried by the next run
+                            read_skips[entry.path] = ((entry.size, entry.mtime_ns, entry.inode), item)
+                        skipped.append(item)
+                        if old is not None:
+                            removed.append(entry.path)  # indexed before, skipped now (binary, generated)
+                    elif item is not None:
+                        batch.append(item)
+                        size += entry.size
+                        if size >= READ_SLICE_BYTES:
+                            yield batch
+                            batch, size = [], 0
+                if batch:
+                    yield batch
 
             def finish() -> None:
                 store.delete_files(branch, removed)
@@ -250,22 +286,35 @@ class Indexer:
                 store.set_meta("pipeline_version", PIPELINE_VERSION)
                 store.bump_generation()
 
-            chunks_added = self._write(
-                store, branch, pending, removed, skipped, to_chunk, finish, force, report
+            outcome = self._write(
+                store,
+                branch,
+                read_slices(),
+                removed,
+                skipped,
+                finish,
+                force,
+                report,
+                total=len(known) + len(to_read),
+                parallel=sum(entry.size for entry, _ in to_read) >= processing.PARALLEL_THRESHOLD_BYTES,
+                idle=idle,
             )
+            if outcome is None:
+                self._synced = None if _has_errors(skipped) else (branch, generation)
+                return self._report(branch, counts, 0, unchanged, 0, 0, skipped, started)
             counts = store.counts(branch)
             # A run with errors is never "in sync": the next one must retry those files.
             self._synced = None if _has_errors(skipped) else (branch, store.generation())
-        files_changed = sum(1 for p in pending if p.text is not None)
         return self._report(
             branch,
             counts,
-            files_changed,
-            unchanged + len(pending) - files_changed,
+            outcome.files_changed,
+            unchanged + outcome.files_written - outcome.files_changed,
             len(removed),
-            chunks_added,
+            outcome.chunks_added,
             skipped,
             started,
+            embedded=outcome.vectors_added,
         )
 
     def _prepare(
@@ -301,18 +350,6 @@ class Indexer:
             return _Pending(row, None)  # touched but not changed
         return _Pending(row, text)
 
-    def _to_chunk(self, pending: list[_Pending], force: bool) -> dict[str, _Pending]:
-        known = (
-            set()
-            if force
-            else self.store.known_contents({p.row.content_key for p in pending if p.text is not None})
-        )
-        to_chunk: dict[str, _Pending] = {}
-        for item in pending:
-            if item.text is not None and item.row.content_key not in known:
-                to_chunk.setdefault(item.row.content_key, item)
-        return to_chunk
-
     def _report(
         self,
         branch: str,
@@ -323,6 +360,8 @@ class Indexer:
         chunks_added: int,
         skipped: list[SkippedRow],
         started: float,
+        *,
+        embedded: int = 0,
     ) -> IndexReport:
         return IndexReport(
             branch=branch,
@@ -337,6 +376,7 @@ class Indexer:
             graph_errors=self._graph_errors,
             graph=self.last_graph,
             chunk_fallbacks=self._fallbacks,
+            embedded=embedded,
         )
 
     # -- path-level runs (the watcher) --------------------------------------------------------------------
@@ -413,7 +453,6 @@ class Indexer:
                     for p in pending
                     if p.row.path in before and before[p.row.path][3] != p.row.content_key
                 }
-                to_chunk = self._to_chunk(pending, False)
 
                 def finish() -> None:
                     store.delete_files(branch, removed)
@@ -421,25 +460,37 @@ class Indexer:
                     store.update_skipped(branch, touched, skipped)
                     store.bump_generation()
 
+                outcome = _WriteOutcome(0, 0, 0)
                 if pending or removed or skipped or _has_skips(store, branch, touched):
-                    chunks_added = self._write(
-                        store, branch, pending, removed, skipped, to_chunk, finish, False, report
+                    text_bytes = sum(len(p.text or "") for p in pending)
+                    outcome = (
+                        self._write(
+                            store,
+                            branch,
+                            [pending],
+                            removed,
+                            skipped,
+                            finish,
+                            False,
+                            report,
+                            total=len(pending),
+                            parallel=text_bytes >= processing.PARALLEL_THRESHOLD_BYTES,
+                        )
+                        or outcome
                     )
-                else:
-                    chunks_added = 0
                 counts = store.counts(branch)
         if full:
             return self.run(branch, progress=progress)
-        files_changed = sum(1 for p in pending if p.text is not None)
         return self._report(
             branch,
             counts,
-            files_changed,
-            len(pending) - files_changed,
+            outcome.files_changed,
+            outcome.files_written - outcome.files_changed,
             len(removed),
-            chunks_added,
+            outcome.chunks_added,
             skipped,
             started,
+            embedded=outcome.vectors_added,
         )
 
     # -- writing ------------------------------------------------------------------------------------------
@@ -448,87 +499,135 @@ class Indexer:
         self,
         store: Store,
         branch: str,
-        pending: list[_Pending],
+        slices: Iterable[list[_Pending]],
         removed: list[str],
         skipped: list[SkippedRow],
-        to_chunk: dict[str, _Pending],
         finish: Callable[[], None],
         force: bool,
         report: ProgressFn,
-    ) -> int:
-        """Chunk what is new, then store files, chunks and graph marks in batches; `finish` runs in the
-        last transaction. Files whose processing failed are moved from `pending` to `skipped` (and their
-        old rows to `removed`) before anything is written, so `finish` sees them."""
+        *,
+        total: int,
+        parallel: bool,
+        idle: Callable[[], bool] | None = None,
+    ) -> _WriteOutcome | None:
+        """Chunk what is new, slice by slice (the workers chunk the next slices while this one is
+        written), then store its files, chunks, vectors and graph marks in batches, one transaction each;
+        `finish` runs in the last transaction, after every slice. A file whose processing failed is not
+        written: it goes to `skipped` (and its old row to `removed`), which `finish` sees. None (nothing
+        written, `finish` not run) when no slice held a file and `idle()` says nothing else changed."""
         graphs = GraphStore(store.conn)
-        before = graphs.branch_keys(branch, [p.row.path for p in pending] + list(removed))
-        to_process = list(to_chunk.values())
-        processed = chunk_all(
-            [(p.row.path, p.text or "", p.row.language) for p in to_process],
-            [p.row.content_key for p in to_process],
-            workers=self.workers,
-            extract_graph=self.extract_graph,
-            report=report,
-        )
+        embedding = self.pass_embedding
+        seen: set[str] = set()  # content keys handed to the chunker in this run
         failed: dict[str, str] = {}
         found: list[SkippedRow] = []  # problems.REASONS rows of this run
-        for key, done in processed.items():
-            path = to_chunk[key].row.path
-            if done.error:
-                failed[key] = done.error
-            elif done.fallback:
-                self._fallbacks += 1
-                found.append(SkippedRow(path, "chunk-fallback", done.fallback))
-                log.warning("chunking %s failed (%s); indexed as line windows", path, done.fallback)
-            if done.graph_error:
-                self._graph_errors += 1
-                found.append(SkippedRow(path, "graph-error", done.graph_error))
-                log.warning("code graph of %s not extracted: %s", path, done.graph_error)
-        if failed:
-            # Contained: such a file gets no row (so the next run tries it again), its old row goes, and
-            # it is listed under "error" with the exception's one line.
+        changed: list[str] = []
+        old_keys: set[str] = set()  # what the changed paths held before: callers of those names re-resolve
+        written_paths: list[str] = []
+        outcome = _WriteOutcome(0, 0, 0)
+        vocab = None
+        clear_failures = embedding is not None and embedder.has_failures(store, embedding.model_id)
+
+        def with_work(items: list[_Pending]) -> tuple[list[_Pending], Work]:
+            """A slice and the contents in it that no earlier slice and no stored row holds."""
+            fresh = {p.row.content_key for p in items if p.text is not None} - seen
+            if not force:
+                fresh -= store.known_contents(fresh)
+            work: Work = []
+            for item in items:
+                key = item.row.content_key
+                if key in fresh:
+                    fresh.discard(key)
+                    work.append((key, (item.row.path, item.text or "", item.row.language)))
+            seen.update(key for key, _ in work)
+            return items, work
+
+        processed_slices = chunk_slices(
+            (with_work(items) for items in slices),
+            parallel=parallel,
+            workers=self.workers,
+            extract_graph=self.extract_graph,
+            embedding=embedding,
+            report=report,
+            total=total,
+        )
+        for items, processed in processed_slices:
+            path_of: dict[str, str] = {}
+            for item in items:
+                path_of.setdefault(item.row.content_key, item.row.path)
+            for key, done in processed.items():
+                path = path_of[key]
+                if done.error:
+                    failed[key] = done.error
+                elif done.fallback:
+                    self._fallbacks += 1
+                    found.append(SkippedRow(path, "chunk-fallback", done.fallback))
+                    log.warning("chunking %s failed (%s); indexed as line windows", path, done.fallback)
+                if done.graph_error:
+                    self._graph_errors += 1
+                    found.append(SkippedRow(path, "graph-error", done.graph_error))
+                    log.warning("code graph of %s not extracted: %s", path, done.graph_error)
+            # Before anything of this slice is overwritten: what its paths held (callers of a removed or
+            # renamed symbol must be re-resolved too).
+            before = graphs.branch_keys(branch, [p.row.path for p in items])
             kept: list[_Pending] = []
-            for item in pending:
+            for item in items:
                 error = failed.get(item.row.content_key)
                 if error is None:
                     kept.append(item)
                     continue
+                # Contained: such a file gets no row (so the next run tries it again), its old row goes,
+                # and it is listed under "error" with the exception's one line.
                 log.warning("%s not indexed: %s", item.row.path, error)
                 skipped.append(SkippedRow(item.row.path, "error", error))
                 if item.row.path in before:
                     removed.append(item.row.path)
-            pending[:] = kept
-        # Before anything is overwritten: which paths change content, and what their old contents provided
-        # (callers of a removed or renamed symbol must be re-resolved too).
-        changed = [p.row.path for p in pending if before.get(p.row.path) != p.row.content_key]
-        old_names = graphs.content_provides({before[p] for p in [*changed, *removed] if p in before})
-        chunked = {key: item.records for key, item in processed.items() if key not in failed}
-        vocab = store.vocabulary() if chunked else None
-        chunks_added = 0
-        total = len(pending)
-        for start in range(0, max(total, 1), WRITE_BATCH_FILES):
-            batch = pending[start : start + WRITE_BATCH_FILES]
-            with store.transaction():
-                if force:
-                    # Chunk rows are rewritten under unchanged content keys: in-memory snapshots drop
-                    # their base (snapshots.EPOCH_KEY).
-                    store.set_meta("chunks_epoch", str(time.time_ns()))
-                for item in batch:
-                    records = chunked.get(item.row.content_key)
-                    if records is not None and vocab is not None:
-                        # Forced runs replace stored chunks content by content, inside each batch's
-                        # transaction, so a killed run still leaves a usable index.
-                        store.add_content(
-                            item.row.content_key, item.row.language, records, vocab, replace=force
-                        )
-                        if graph_language(item.row.language):
-                            self._store_graph(graphs, item.row, processed[item.row.content_key], force)
-                        chunks_added += len(records)
-                        del chunked[item.row.content_key]  # one content, stored once
-                    store.upsert_file(branch, item.row)
-            report("write", min(start + len(batch), total), total)
+            for item in kept:
+                old = before.get(item.row.path)
+                if old != item.row.content_key:
+                    changed.append(item.row.path)
+                    if old is not None:
+                        old_keys.add(old)
+            if vocab is None and processed:
+                vocab = store.vocabulary()
+            for start in range(0, len(kept), WRITE_BATCH_FILES):
+                batch = kept[start : start + WRITE_BATCH_FILES]
+                with store.transaction():
+                    if force:
+                        # Chunk rows are rewritten under unchanged content keys: in-memory snapshots drop
+                        # their base (snapshots.EPOCH_KEY).
+                        store.set_meta("chunks_epoch", str(time.time_ns()))
+                    for item in batch:
+                        result = processed.get(item.row.content_key)
+                        if result is not None and not result.error and vocab is not None:
+                            del processed[item.row.content_key]  # one content, stored once
+                            # Forced runs replace stored chunks content by content, inside each batch's
+                            # transaction, so a killed run still leaves a usable index.
+                            store.add_content(
+                                item.row.content_key, item.row.language, result.records, vocab, replace=force
+                            )
+                            if embedding is not None and result.vectors:
+                                outcome.vectors_added += embedder.insert_vectors(
+                                    store,
+                                    embedding.model_id,
+                                    [r.chunk_hash for r in result.records],
+                                    result.vectors,
+                                    clear_failures=clear_failures,
+                                )
+                            if graph_language(item.row.language):
+                                self._store_graph(graphs, item.row, result, force)
+                            outcome.chunks_added += len(result.records)
+                        store.upsert_file(branch, item.row)
+                        written_paths.append(item.row.path)
+                        outcome.files_written += 1
+                        outcome.files_changed += item.text is not None
+                report("write", len(written_paths), max(total, len(written_paths)))
+        if not written_paths and idle is not None and idle():
+            return None
+        old_keys |= set(graphs.branch_keys(branch, removed).values())
+        old_names = graphs.content_provides(old_keys)
         with store.transaction():
             finish()
-            problems.record(store, branch, [p.row.path for p in pending] + list(removed), found)
+            problems.record(store, branch, written_paths + list(removed), found)
             if graph_enabled():
                 # Edges are resolved later (Engine.refresh_graph), off the save path: only mark here, in
                 # the same transaction as the files, so the marks can never be lost or run ahead.
@@ -542,7 +641,7 @@ class Indexer:
                 )
         self._rows_cache = None
         self._stored_cache = None
-        return chunks_added
+        return outcome
 
     def _store_graph(self, graphs: GraphStore, row: FileRow, done: ProcessedFile, force: bool) -> None:
         """The content's graph rows when extracted in the run; otherwise its pending mark for

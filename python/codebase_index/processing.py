@@ -1,5 +1,6 @@
-"""Per-file work of an index run: chunk, tokenize and (optionally) extract the code graph of one file's
-text, in this process or in spawned worker processes, with every failure contained to its file.
+"""Per-file work of an index run: chunk, tokenize, (optionally) extract the code graph of one file's
+text and embed its chunks with the pass model, in this process or in spawned worker processes, slice by
+slice (`chunk_slices`), with every failure contained to its file.
 
 Runs in the workers: keep it free of store and engine state (arguments and results are pickled).
 """
@@ -9,11 +10,15 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
+import numpy as np
 from tree_sitter import Tree
 
 from . import isolate
@@ -32,6 +37,11 @@ log = logging.getLogger("codebase_index.indexer")  # the index run's log, as bef
 # (under load 3.4 serial still won at 8 MB: 2.7 s vs 3.8 s). A file count was a poor proxy: the first
 # switch to a branch with 98 changed stdlib files (1.4 MB) took 1.2-1.5 s in the pool, 0.6 s serially.
 PARALLEL_THRESHOLD_BYTES = 4_000_000
+BATCH_BYTES = 256 * 1024
+"""Text per worker task: small enough that both workers stay busy to the end of a slice."""
+LOOKAHEAD = 2
+"""Slices submitted to the workers beyond the one being written: the workers never wait for the writer,
+and a run holds at most this many slices' texts and chunks besides the current one."""
 
 GRAPH_ENV = "CODEBASE_INDEX_NO_GRAPH"
 
@@ -77,6 +87,8 @@ class ProcessedFile(msgspec.Struct):
     graph_error: str = ""
     error: str = ""
     fallback: str = ""
+    vectors: bytes = b""
+    """The records' vectors as float16 rows, when the pass model embedded them (`PassEmbedding`)."""
 
 
 def process_file(path: str, text: str, language: str, extract_graph: bool = False) -> ProcessedFile:
@@ -108,8 +120,69 @@ def process_file(path: str, text: str, language: str, extract_graph: bool = Fals
     return done
 
 
-def _chunk_many(items: list[tuple[str, str, str]], extract_graph: bool = False) -> list[ProcessedFile]:
-    return [process_file(path, text, language, extract_graph) for path, text, language in items]
+class PassEmbedding(NamedTuple):
+    """The model that embeds chunks inside the index pass, beside chunking: the built-in static model
+    (cheap enough to run in the chunk workers, which load it once from `folder`). `model` is this
+    process's instance, for files chunked here."""
+
+    folder: str
+    model_id: str
+    model: Any
+
+
+_pass_models: dict[str, Any] = {}
+
+
+def _pass_model(folder: str) -> Any:
+    """The worker's copy of the pass model, loaded (and its sha256 checked) once per process."""
+    model = _pass_models.get(folder)
+    if model is None:
+        from .embeddings.static import StaticEmbedder
+
+        model = _pass_models[folder] = StaticEmbedder(Path(folder))
+    return model
+
+
+def attach_vectors(model: Any, paths: Sequence[str], done: Sequence[ProcessedFile]) -> None:
+    """Each file's chunk vectors (float16 rows in chunk order, `ProcessedFile.vectors`) from one model
+    call over the batch, on exactly the text the embedding job would embed. A model failure only leaves
+    the vectors to the embedding pass that follows the write."""
+    from .embedder import embedding_text, header_for
+
+    header = header_for(model)
+    texts = [
+        embedding_text(path, r.span.symbol, r.span.kind, r.span.text, header=header)
+        for path, item in zip(paths, done, strict=True)
+        for r in item.records
+    ]
+    if not texts:
+        return
+    try:
+        vectors = np.asarray(model.embed_documents(texts), dtype=np.float16)
+    except Exception as exc:
+        log.warning("embedding in the index pass failed (%s); the embedding pass will retry", one_line(exc))
+        return
+    offset = 0
+    for item in done:
+        n = len(item.records)
+        item.vectors = vectors[offset : offset + n].tobytes()
+        offset += n
+
+
+def _chunk_batch(
+    items: Sequence[tuple[str, str, str]], extract_graph: bool, model: Any
+) -> list[ProcessedFile]:
+    done = [process_file(path, text, language, extract_graph) for path, text, language in items]
+    if model is not None:
+        attach_vectors(model, [path for path, _, _ in items], done)
+    return done
+
+
+def _chunk_many(
+    items: list[tuple[str, str, str]], extract_graph: bool = False, embed_folder: str = ""
+) -> list[ProcessedFile]:
+    """A worker's batch: chunked, and embedded with the pass model when `embed_folder` names one."""
+    return _chunk_batch(items, extract_graph, _pass_model(embed_folder) if embed_folder else None)
 
 
 def _process_item(item: tuple[str, str, str, bool]) -> ProcessedFile:
@@ -121,7 +194,7 @@ def _chunk_alone(
 ) -> list[ProcessedFile]:
     """The files of a batch whose worker failed (died: killed, out of memory, a crash in native code),
     each in a worker of its own, so a file that kills its worker again is the only one lost: it comes
-    back as an error, the others as usual."""
+    back as an error, the others as usual (without vectors: the embedding pass makes them)."""
     log.warning("a chunking worker failed (%s); redoing its %d files one by one", cause, len(items))
     return isolate.run_isolated(
         _process_item,
@@ -130,53 +203,92 @@ def _chunk_alone(
     )
 
 
-def chunk_all(
-    work: Sequence[tuple[str, str, str]],
-    keys: Sequence[str],
+Work = list[tuple[str, tuple[str, str, str]]]
+"""One slice's files to chunk: (content key, (path, text, language))."""
+
+SliceT = TypeVar("SliceT")
+
+
+def chunk_slices(
+    slices: Iterable[tuple[SliceT, Work]],
     *,
+    parallel: bool,
     workers: int,
     extract_graph: bool,
+    embedding: PassEmbedding | None,
     report: Callable[[str, int, int], None],
-) -> dict[str, ProcessedFile]:
-    """Process every (path, text, language) of `work`, by its content key: in this process below
-    PARALLEL_THRESHOLD_BYTES of text or with one worker, else in `workers` spawned processes, batches
-    of similar size; a batch whose worker fails is redone one file per process (`_chunk_alone`)."""
-    out: dict[str, ProcessedFile] = {}
-    total = len(work)
-    report("chunk", 0, total)
-    if workers <= 1 or sum(len(item[1]) for item in work) < PARALLEL_THRESHOLD_BYTES:
-        for i, (key, item) in enumerate(zip(keys, work, strict=True)):
-            out[key] = process_file(*item, extract_graph)
-            if (i + 1) % 50 == 0 or i + 1 == total:
-                report("chunk", i + 1, total)
-        return out
-    batches = list(_batches_by_size(work, keys, target_bytes=256 * 1024))
+    total: int,
+) -> Iterator[tuple[SliceT, dict[str, ProcessedFile]]]:
+    """Each slice's files processed, by content key, in slice order: in this process, or (`parallel`
+    with more than one worker) in `workers` spawned processes kept for the whole run, with the next
+    LOOKAHEAD slices in flight while the caller writes the current one. So a run holds a few slices'
+    texts and chunks at a time, whatever the project's size, and the workers chunk while the writer
+    writes. A batch whose worker fails is redone one file per process (`_chunk_alone`)."""
     done = 0
+    report("chunk", 0, total)
+    if not parallel or workers <= 1:
+        model = embedding.model if embedding is not None else None
+        for payload, work in slices:
+            out: dict[str, ProcessedFile] = {}
+            for batch_keys, batch in _batches_by_size(work, target_bytes=BATCH_BYTES):
+                out.update(zip(batch_keys, _chunk_batch(batch, extract_graph, model), strict=True))
+                done += len(batch_keys)
+                report("chunk", done, total)
+            yield payload, out
+        return
+    folder = embedding.folder if embedding is not None else ""
     context = isolate.spawn_context()
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = [
-            (batch_keys, pool.submit(_chunk_many, batch, extract_graph)) for batch_keys, batch in batches
-        ]
-        for (batch_keys, future), (_, batch) in zip(futures, batches, strict=True):
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    inflight: deque[tuple[SliceT, list[tuple[list[str], list[tuple[str, str, str]], Future[Any]]]]] = deque()
+    pending_slices = iter(slices)
+
+    def submit_next() -> bool:
+        nonlocal pool
+        nxt = next(pending_slices, None)
+        if nxt is None:
+            return False
+        payload, work = nxt
+        futures = []
+        for batch_keys, batch in _batches_by_size(work, target_bytes=BATCH_BYTES):
             try:
-                results = future.result()
-            except Exception as exc:  # the worker died or the pool broke: isolate the batch's files
-                results = _chunk_alone(batch, extract_graph, one_line(exc))
-            for key, records in zip(batch_keys, results, strict=True):
-                out[key] = records
-            done += len(batch_keys)
-            report("chunk", done, total)
-    return out
+                future = pool.submit(_chunk_many, batch, extract_graph, folder)
+            except BrokenProcessPool:  # a worker died earlier: a fresh pool for what comes next
+                pool.shutdown(wait=False, cancel_futures=True)
+                pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+                future = pool.submit(_chunk_many, batch, extract_graph, folder)
+            futures.append((batch_keys, batch, future))
+        inflight.append((payload, futures))
+        return True
+
+    try:
+        for _ in range(LOOKAHEAD + 1):
+            if not submit_next():
+                break
+        while inflight:
+            payload, futures = inflight.popleft()
+            out = {}
+            for batch_keys, batch, future in futures:
+                try:
+                    results = future.result()
+                except Exception as exc:  # the worker died or the pool broke: isolate the batch's files
+                    results = _chunk_alone(batch, extract_graph, one_line(exc))
+                out.update(zip(batch_keys, results, strict=True))
+                done += len(batch_keys)
+                report("chunk", done, total)
+            submit_next()
+            yield payload, out
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _batches_by_size(
-    work: Sequence[tuple[str, str, str]], keys: Sequence[str], *, target_bytes: int
+    work: Work, *, target_bytes: int
 ) -> Iterator[tuple[list[str], list[tuple[str, str, str]]]]:
     """Group files into batches of roughly equal text size so both workers stay busy."""
     batch: list[tuple[str, str, str]] = []
     batch_keys: list[str] = []
     size = 0
-    for key, item in zip(keys, work, strict=True):
+    for key, item in work:
         batch.append(item)
         batch_keys.append(key)
         size += len(item[1])

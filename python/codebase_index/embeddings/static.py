@@ -96,6 +96,8 @@ class StaticEmbedder:
 
     def __init__(self, folder: Path | None = None) -> None:
         folder = Path(folder) if folder is not None else MODEL_FOLDER
+        self.folder = folder
+        """Where the model was loaded from: the index pass's chunk workers load their copy from it."""
         card_path = folder / CARD
         try:
             card: dict[str, Any] = json.loads(card_path.read_text(encoding="utf-8"))

@@ -25,6 +25,7 @@ from ..embedder import (
     shared_provider,
 )
 from ..embeddings.base import EmbeddingError
+from ..processing import PassEmbedding
 from ..resilience import QUERY_EMBEDDING, Breaker, cooling_down, endpoint_key
 from ..search import DocRow, KeywordSnapshot
 from ..store import Store, StoreError
@@ -89,6 +90,24 @@ def replace_older_static_vectors(engine: Engine, provider: EmbeddingProvider) ->
     AnnIndex.remove(engine.index_dir, stored)
     log.info("re-embedding with %s: dropped %d vectors of %s", provider.model_id, dropped, stored)
     return dropped
+
+
+def pass_embedding(engine: Engine) -> PassEmbedding | None:
+    """The model that embeds in the index pass beside chunking (`processing.PassEmbedding`): the built-in
+    static model, when it embeds inline and the index holds no other model's vectors (an earlier static
+    release's are replaced first). Anything the pass does not embed is left to the inline job after it."""
+    if not embeds_inline(engine):
+        return None
+    provider = engine.embedding_provider()
+    folder = getattr(provider, "folder", None)
+    if provider is None or folder is None or not getattr(provider, "inline", False):
+        return None
+    replace_older_static_vectors(engine, provider)
+    try:
+        embedder.check_model(engine.store, provider)  # records the model on an index that has none yet
+    except EmbeddingMismatchError:
+        return None
+    return PassEmbedding(str(folder), provider.model_id, provider)
 
 
 def embedding_provider(engine: Engine) -> EmbeddingProvider | None:

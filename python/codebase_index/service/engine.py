@@ -176,7 +176,8 @@ class Engine:
         self._graph_wait = graph
         try:
             try:
-                report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
+                indexer = self.indexer(self.root, embed=embed)
+                report = indexer.run(self.branch(), force=force, progress=progress)
             except (sqlite3.DatabaseError, StoreError) as exc:
                 # A damaged database: `force` means rebuild, so it is moved aside and rebuilt from the
                 # files (keeping the embeddings it can still read); otherwise say what to run.
@@ -187,8 +188,9 @@ class Engine:
                     raise StoreError(repair.damaged_message(damage)) from exc
                 aside, kept, lost = repair.replace_database(self)
                 log.warning("damaged index moved aside to %s (%d vectors kept, %d lost)", aside, kept, lost)
-                report = self.indexer(self.root).run(self.branch(), force=force, progress=progress)
-            report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress)
+                indexer = self.indexer(self.root, embed=embed)
+                report = indexer.run(self.branch(), force=force, progress=progress)
+            report.knowledge_bases = self._index_knowledge_bases(force=force, progress=progress, embed=embed)
         finally:
             self._graph_wait = True
         if graph_enabled():
@@ -214,32 +216,37 @@ class Engine:
             if old and old != provider.model_id:
                 AnnIndex.remove(self.index_dir, old)
         if embed:
-            report.embedded = self._embed_inline(progress)
+            report.embedded = self._embed_inline(progress, report.embedded)
         return report
 
-    def _embed_inline(self, progress: ProgressFn | None) -> int:
+    def _embed_inline(self, progress: ProgressFn | None, in_pass: int = 0) -> int:
         """Embed what an index pass wrote, in the pass, when the model is in-process and cheap enough
         (`inline` on the provider: the static code model): the index is hybrid-ready when the pass
         returns and never partly embedded. Slower models (MiniLM, remote APIs) embed in the background
         job instead. Vectors of an earlier static model release are replaced here; any other model
-        mismatch is left to `status` (rebuild needed) and the background job."""
+        mismatch is left to `status` (rebuild needed) and the background job. `in_pass`: chunks the
+        index pass embedded already (beside chunking); returns those plus what this embeds."""
         if not embedding.embeds_inline(self):
-            return 0
+            return in_pass
         provider = self.embedding_provider()
         if provider is None or not getattr(provider, "inline", False):
-            return 0
+            return in_pass
         embedding.replace_older_static_vectors(self, provider)
         try:
             # The ANN index (above ANN_THRESHOLD vectors) is only a query accelerator: search is exact
             # without it, so its build is left to the background round after the pass (the sidecar)
             # or to `sync_ann_index` (the CLI), not counted as part of becoming hybrid-ready.
             done = self.embed(
-                progress=(lambda d, t: progress("embed", d, t)) if progress else None, sync_ann=False
+                progress=(lambda d, t: progress("embed", in_pass + d, in_pass + t)) if progress else None,
+                sync_ann=False,
             )
         except StoreError as exc:  # EmbeddingMismatchError: the index holds another model's vectors
             log.info("inline embedding skipped: %s", exc)
-            return 0
-        return done.embedded if done is not None else 0
+            return in_pass
+        embedded = in_pass + (done.embedded if done is not None else 0)
+        if progress is not None and embedded:
+            progress("embed", embedded, embedded)
+        return embedded
 
     def _register(self, branch: str) -> None:
         """List this project in the registry of indexed repositories (`repos`); a registry that cannot
@@ -251,8 +258,9 @@ class Engine:
         except OSError as exc:
             log.warning("could not record %s in the repository registry: %s", self.root, exc)
 
-    def indexer(self, root: Path) -> Indexer:
-        """The indexer of the project or of one knowledge base, kept so no-change runs stay stat-only."""
+    def indexer(self, root: Path, *, embed: bool = False) -> Indexer:
+        """The indexer of the project or of one knowledge base, kept so no-change runs stay stat-only;
+        `embed`: its runs embed with the static model beside chunking where that is the index's model."""
         key = str(root)
         found = self._indexers.get(key)
         if found is None or found.store is not self.store:
@@ -261,6 +269,7 @@ class Engine:
         # Callers that wait for the graph get it extracted in the run, from the chunker's parse; the
         # sidecar and `index --keyword-only` mark contents for the background pass instead.
         found.extract_graph = self._graph_wait and not self.graph_in_background
+        found.pass_embedding = embedding.pass_embedding(self) if embed else None
         return found
 
     def index_paths(self, paths: Sequence[str | Path], *, progress: ProgressFn | None = None) -> IndexReport:
@@ -278,14 +287,14 @@ class Engine:
             else:
                 if path == self.root or self.root in path.parents:
                     project.append(path.relative_to(self.root).as_posix())
-        report = self.indexer(self.root).run_paths(self.branch(), project, progress=progress)
+        report = self.indexer(self.root, embed=True).run_paths(self.branch(), project, progress=progress)
         for kb in kbs:
             if kb.path in per_kb:
-                kb_report = self.indexer(Path(kb.path)).run_paths(kb.catalog, per_kb[kb.path])
+                kb_report = self.indexer(Path(kb.path), embed=True).run_paths(kb.catalog, per_kb[kb.path])
                 report.knowledge_bases[kb.label] = kb_report.files
         if graph_enabled() and (report.files_changed or report.files_removed or report.graph is None):
             self.graphs.schedule(self.branch)  # edges follow in the background; queries wait for them
-        report.embedded = self._embed_inline(progress)
+        report.embedded = self._embed_inline(progress, report.embedded)
         return report
 
     # -- knowledge bases, upkeep ----------------------------------------------------------------------
@@ -294,13 +303,16 @@ class Engine:
         store = self.store if (self.index_dir / "codebase.db").exists() else None
         return knowledge.list_knowledge_bases(self.root, self.config, store)
 
-    def _index_knowledge_bases(self, *, force: bool, progress: ProgressFn | None) -> dict[str, int]:
+    def _index_knowledge_bases(
+        self, *, force: bool, progress: ProgressFn | None, embed: bool
+    ) -> dict[str, int]:
         out: dict[str, int] = {}
         for kb in self.knowledge_bases():
             if not Path(kb.path).is_dir():
                 out[kb.label] = 0  # gone: listed with 0 files until removed; its rows stay for GC
                 continue
-            out[kb.label] = self.indexer(Path(kb.path)).run(kb.catalog, force=force, progress=progress).files
+            kb_indexer = self.indexer(Path(kb.path), embed=embed)
+            out[kb.label] = kb_indexer.run(kb.catalog, force=force, progress=progress).files
         return out
 
     def knowledge_base_note(self) -> str | None:
