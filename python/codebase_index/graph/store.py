@@ -15,6 +15,7 @@ import posixpath
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from sys import intern
 
 import msgspec
 
@@ -183,7 +184,10 @@ class GraphStore(GraphReads):
             self.conn.execute(f"DELETE FROM graph_contents WHERE content_key IN ({marks})", part)
 
     def load_branch(self, branch: str, paths: Collection[str] | None = None) -> list[FileGraph]:
-        """The FileGraphs of every file on `branch` (or of `paths` only) with a stored graph."""
+        """The FileGraphs of every file on `branch` (or of `paths` only) with a stored graph.
+
+        Paths, names, kinds, receivers and callers repeat across a project's definitions and call sites:
+        each is kept as one string object (they were most of a full resolve's memory)."""
         defs: dict[str, list[Definition]] = {}
         for path, name, qualified, kind, start, end, bases in self.conn.execute(
             """SELECT f.path, d.name, d.qualified, d.kind, d.start_line, d.end_line, d.bases
@@ -192,9 +196,16 @@ class GraphStore(GraphReads):
             (branch,),
         ):
             if paths is None or path in paths:
+                path = intern(path)
                 defs.setdefault(path, []).append(
                     Definition(
-                        name, qualified, kind, path, start, end, tuple(bases.split(",")) if bases else ()
+                        intern(name),
+                        qualified,
+                        intern(kind),
+                        path,
+                        start,
+                        end,
+                        tuple(bases.split(",")) if bases else (),
                     )
                 )
         out: list[FileGraph] = []
@@ -206,12 +217,22 @@ class GraphStore(GraphReads):
         ):
             if paths is not None and path not in paths:
                 continue
+            path = intern(path)
             refs = [
-                Reference(n, rc, k, path, ln, c, rt)
+                Reference(
+                    intern(n),
+                    rc if rc is None else intern(rc),
+                    intern(k),
+                    path,
+                    ln,
+                    c if c is None else intern(c),
+                    rt if rt is None else intern(rt),
+                )
                 for n, rc, k, ln, c, rt in _refs_decoder.decode(refs_blob)
             ]
             imports = [
-                ImportBinding(lo, m, im, path, ln) for lo, m, im, ln in _imports_decoder.decode(imports_blob)
+                ImportBinding(intern(lo), intern(m), im if im is None else intern(im), path, ln)
+                for lo, m, im, ln in _imports_decoder.decode(imports_blob)
             ]
             out.append(
                 FileGraph(
@@ -527,26 +548,29 @@ class GraphStore(GraphReads):
 
     def _insert(self, branch: str, lines: dict[tuple[str, str], int], edges: Sequence[Edge]) -> int:
         """Resolved edges one row each; name-only matches one row per call site (candidates by query).
-        `lines`: (path, qualified) -> start line of every definition of the branch."""
-        resolved = [e for e in edges if e.confidence != "name"]
+        `lines`: (path, qualified) -> start line of every definition of the branch. Rows are generated as
+        SQLite takes them: a large project's edges are not copied into a second list."""
         sites: dict[tuple[str, str, int, str], tuple[bool, int]] = {}
+        resolved = 0
         for e in edges:
             if e.confidence == "name":
                 name = e.callee.rsplit(".", 1)[-1]
                 sites[(e.caller_path, e.caller, e.line, name)] = ("." in e.callee, e.candidates)
+            else:
+                resolved += 1
         self.conn.executemany(
             """INSERT INTO graph_name_sites (branch, caller, caller_path, caller_line, line, name, member,
                                              candidates) VALUES (?,?,?,?,?,?,?,?)""",
-            [
+            (
                 (branch, caller, path, lines.get((path, caller), 0), line, name, int(member), n)
                 for (path, caller, line, name), (member, n) in sites.items()
-            ],
+            ),
         )
         self.conn.executemany(
             """INSERT INTO graph_edges (branch, caller, caller_path, caller_line, line, callee, callee_name,
                                         callee_path, callee_line, confidence, candidates)
                VALUES (?,?,?,?,?,?,?,?,?,?,?)""",
-            [
+            (
                 (
                     branch,
                     e.caller,
@@ -560,10 +584,11 @@ class GraphStore(GraphReads):
                     e.confidence,
                     e.candidates,
                 )
-                for e in resolved
-            ],
+                for e in edges
+                if e.confidence != "name"
+            ),
         )
-        return len(resolved) + len(sites)
+        return resolved + len(sites)
 
     def _count(self, branch: str) -> int:
         return int(
