@@ -272,3 +272,31 @@ def test_a_run_that_only_rereads_skipped_files_writes_nothing(tmp_path: Path) ->
         assert second.store.generation() == generation
     finally:
         second.close()
+
+
+def test_a_pass_model_that_does_not_load_in_the_workers_loses_no_file_and_no_vector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers that cannot load the pass model chunk as before; the vectors come from the embedding pass
+    after the write (the index is still hybrid-ready when the run returns)."""
+    from codebase_index.service import embedding
+
+    real = embedding.pass_embedding
+
+    def broken(engine: Engine) -> processing.PassEmbedding | None:
+        found = real(engine)
+        return None if found is None else found._replace(folder=str(tmp_path / "no-model-here"))
+
+    monkeypatch.setattr(embedding, "pass_embedding", broken)
+    monkeypatch.setattr(processing, "PARALLEL_THRESHOLD_BYTES", 0)
+    repo = tmp_path / "repo"
+    make_repo(repo, 6)
+    engine = Engine(repo, index_path=tmp_path / "index", workers=2)
+    try:
+        report = engine.index()
+        status = engine.status()
+        assert report.files == 7 and not report.skipped.get("error") and status.errors == []
+        assert status.embeddings is not None and status.embeddings.embedded == report.chunks > 0
+        assert report.embedded == report.chunks
+    finally:
+        engine.close()

@@ -40,7 +40,7 @@ ProgressFn = Callable[[str, int, int], None]
 log = logging.getLogger(__name__)
 
 WRITE_BATCH_FILES = 200
-READ_SLICE_BYTES = 8_000_000
+READ_SLICE_BYTES = 2_000_000
 """Text read, chunked and written per slice of a run: what bounds a run's memory, whatever the project."""
 # Bump when chunking or tokenization output changes: indexes made by another version re-chunk on the next run.
 # 2: generated files skipped, non-UTF-8 text decoded, one-line data files chunked (embeddings are kept:

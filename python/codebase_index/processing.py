@@ -181,8 +181,15 @@ def _chunk_batch(
 def _chunk_many(
     items: list[tuple[str, str, str]], extract_graph: bool = False, embed_folder: str = ""
 ) -> list[ProcessedFile]:
-    """A worker's batch: chunked, and embedded with the pass model when `embed_folder` names one."""
-    return _chunk_batch(items, extract_graph, _pass_model(embed_folder) if embed_folder else None)
+    """A worker's batch: chunked, and embedded with the pass model when `embed_folder` names one (a model
+    that cannot load here leaves the vectors to the embedding pass after the write, not the files lost)."""
+    model = None
+    if embed_folder:
+        try:
+            model = _pass_model(embed_folder)
+        except Exception as exc:
+            log.warning("the pass model did not load in a chunk worker (%s); embedding after the write", exc)
+    return _chunk_batch(items, extract_graph, model)
 
 
 def _process_item(item: tuple[str, str, str, bool]) -> ProcessedFile:
