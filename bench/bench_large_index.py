@@ -12,6 +12,8 @@ run beside it on two cores).
 
 Usage:
     python bench/bench_large_index.py --make-corpus --mirrors /work/.mirror --count 80 CORPUS
+    python bench/bench_large_index.py --make-corpus --subset-of CORPUS --smallest 62 SUBSET
+        (hard links to the 62 smallest trees of CORPUS: ~580k chunks, the scale bar's size)
     python bench/bench_large_index.py CORPUS [--index DIR] [--queries 200]
 Results also go to bench/results/large_index.json.
 """
@@ -55,6 +57,19 @@ def make_corpus(mirrors: Path, count: int, corpus: Path) -> None:
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=False, capture_output=True)
 
 
+def make_subset(corpus: Path, smallest: int, subset: Path) -> None:
+    """Hard links to the `smallest` trees of `corpus` (by bytes) under `subset`."""
+    sizes = sorted(
+        (sum(f.stat().st_size for f in tree.rglob("*") if f.is_file() and not f.is_symlink()), tree.name)
+        for tree in corpus.iterdir()
+        if tree.is_dir()
+    )
+    subset.mkdir(parents=True, exist_ok=True)
+    for _, name in sizes[:smallest]:
+        if not (subset / name).exists():
+            subprocess.run(["cp", "-al", str(corpus / name), str(subset / name)], check=True)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -84,13 +99,18 @@ def main() -> int:
     parser.add_argument("--make-corpus", action="store_true")
     parser.add_argument("--mirrors", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--count", type=int, default=80)
+    parser.add_argument("--subset-of", type=Path, help="with --make-corpus: link trees of this corpus")
+    parser.add_argument("--smallest", type=int, default=62, help="with --subset-of: how many trees")
     parser.add_argument("--index", type=Path, help="index folder (default: a temporary one, removed)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=HERE / "results" / "large_index.json")
     args = parser.parse_args()
     if args.make_corpus:
-        make_corpus(args.mirrors, args.count, args.corpus)
+        if args.subset_of is not None:
+            make_subset(args.subset_of, args.smallest, args.corpus)
+        else:
+            make_corpus(args.mirrors, args.count, args.corpus)
         return 0
     index = args.index or Path(tempfile.mkdtemp(prefix="cbi-large-"))
     load_before = os.getloadavg()[0]
