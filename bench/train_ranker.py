@@ -14,6 +14,7 @@ and evaluation sets must be disjoint by repository (`../shared/bench/reserved.tx
 
 Usage:
     python bench/train_ranker.py extract SET [SET ...] --out TABLE.npz [--mode hybrid] [--rows 40]
+        [--split validation] [--index-name index-static-v2] [--changes-index changes-index-static-v2]
     python bench/train_ranker.py compact TABLE.npz --out tests/fixtures/ranker/table.npz [--rows 16]
     python bench/train_ranker.py fit TABLE.npz [--out python/codebase_index/ranking/weights.json]
     python bench/train_ranker.py cv TABLE.npz [--folds 3]   (held-out repositories: rules vs model)
@@ -68,9 +69,17 @@ def gain(path: str, start: int, end: int, targets: Sequence[Target]) -> float:
 ROW_KEYS = ("x", "gain", "rules_rank", "qid", "guaranteed", "file_id", "weight")
 
 
-def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[str, np.ndarray]:
+def extract_set(
+    base: Path,
+    mode: str,
+    rows: int,
+    max_queries: int = 0,
+    index_name: str = "index",
+    changes_index: str = "changes-index",
+) -> dict[str, np.ndarray]:
     """Feature rows of every golden query of one set (at most `rows` candidates per query, the
-    relevant ones always kept), then of its change descriptions (changes.json) if it has any."""
+    relevant ones always kept), then of its change descriptions (changes.json) if it has any;
+    `index_name` / `changes_index` name the index folders read (one copy per embedding model)."""
     golden = load_golden(base / "golden.json")
     raw = json.loads((base / "golden.json").read_text())
     # The golden entries' language (extra key load_golden ignores; the same order, one entry each).
@@ -81,7 +90,7 @@ def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[
         golden = [golden[i] for i in keep]
         languages = [languages[i] for i in keep]
     parts: list[dict[str, Any]] = []
-    engine = Engine(base / "corpus", index_path=base / "index", config=Config())
+    engine = Engine(base / "corpus", index_path=base / index_name, config=Config())
     try:
         for g, language in zip(golden, languages, strict=True):
             part = _query_rows(engine, g.query, g.relevant, mode, rows)
@@ -91,7 +100,7 @@ def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[
         engine.close()
     changes = base / "changes.json"
     if changes.is_file():
-        parts += _change_rows(base, json.loads(changes.read_text()), mode, rows)
+        parts += _change_rows(base, json.loads(changes.read_text()), mode, rows, changes_index)
     if not parts:
         return {}
     out: dict[str, np.ndarray] = {
@@ -105,14 +114,16 @@ def extract_set(base: Path, mode: str, rows: int, max_queries: int = 0) -> dict[
     return out
 
 
-def _change_rows(base: Path, entries: list[dict[str, Any]], mode: str, rows: int) -> list[dict[str, Any]]:
+def _change_rows(
+    base: Path, entries: list[dict[str, Any]], mode: str, rows: int, index_name: str = "changes-index"
+) -> list[dict[str, Any]]:
     """Change descriptions: each searched over its parent snapshot (branch of changes/, indexed in
     changes-index/ by make_training_set.py); any chunk of a changed file is relevant (file level)."""
     clone = base / "changes"
     out: list[dict[str, Any]] = []
     for e in entries:
         subprocess.run(["git", "-C", str(clone), "checkout", "-q", "-f", e["branch"]], check=True)
-        engine = Engine(clone, index_path=base / "changes-index", config=Config())
+        engine = Engine(clone, index_path=base / index_name, config=Config())
         try:
             targets = [Target(str(p)) for p in e["relevant"]]
             part = _query_rows(engine, e["query"], targets, mode, rows)
@@ -197,7 +208,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
     offset = 0
     for base in read_sets(args.sets, args.split):
         t0 = time.time()
-        part = extract_set(base, args.mode, args.rows, args.max_queries)
+        part = extract_set(base, args.mode, args.rows, args.max_queries, args.index_name, args.changes_index)
         if not part:
             print(f"{base.name}: no queries", file=sys.stderr)
             continue
@@ -468,6 +479,10 @@ def main() -> int:
     ex.add_argument("--mode", default="hybrid")
     ex.add_argument("--split", default="train", help="the split a make_training_set manifest gives")
     ex.add_argument("--max-queries", type=int, default=0, help="seeded sample per set (0 = all)")
+    ex.add_argument("--index-name", default="index", help="the index folder of each set's corpus")
+    ex.add_argument(
+        "--changes-index", default="changes-index", help="the index folder of each set's change snapshots"
+    )
     ex.add_argument(
         "--rows",
         type=int,
