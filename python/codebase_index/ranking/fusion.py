@@ -124,7 +124,10 @@ def fuse(
             # Weights 2w and 2(1-w): plain RRF at hybridWeight 0.5. The default 0.6 leans on keywords
             # since inflections and `complete_keyword` made them stronger: benchmark hybrid 0.8652 ->
             # 0.8676, validation hybrid 0.937 -> 0.938 (0.5 / 0.55 / 0.65 / 0.7: 0.8652 / 0.8656 /
-            # 0.8652 / 0.8628).
+            # 0.8652 / 0.8628). Re-checked with code-static-v2 vectors (validation, hybrid, file MRR@10
+            # 0.8747 at 0.6): 0.5 / 0.55 / 0.65 / 0.7 / 0.8 gave 0.8741 / 0.8744 / 0.8751 / 0.8756 /
+            # 0.8758, no style-wide win (above 0.6 description chunks and change requests fall), so 0.6
+            # stays; rrfK 20 / 30 / 45 / 100 / 150 likewise (bench/ranker_hybrid.md, session 12).
             p = params or RankParams()
             keyword_docs, semantic_docs = _docs(keyword_hits), _docs(semantic_hits)
             if keyword_score is not None:
