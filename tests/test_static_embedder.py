@@ -187,9 +187,8 @@ def test_an_index_pass_with_another_model_does_not_load_it(tmp_path: Path) -> No
         engine.close()
 
 
-def test_an_index_keeps_the_built_in_model_that_embedded_it_until_force(tmp_path: Path) -> None:
-    """An index MiniLM embedded (the default before code-static) keeps MiniLM while the configuration names
-    no model, says so in status, and moves to the default on `index --force`."""
+def _minilm_index(tmp_path: Path) -> tuple[Path, Path]:
+    """A project and its index embedded by MiniLM (the default before code-static)."""
     root = _project(tmp_path / "proj")
     index = tmp_path / "index"
     first = Engine(root, Config(embedding_model="minilm"), index_path=index, workers=1)
@@ -198,6 +197,13 @@ def test_an_index_keeps_the_built_in_model_that_embedded_it_until_force(tmp_path
         assert first.embed() is not None
     finally:
         first.close()
+    return root, index
+
+
+def test_an_index_keeps_the_built_in_model_that_embedded_it_until_force(tmp_path: Path) -> None:
+    """An index MiniLM embedded (the default before code-static) keeps MiniLM while the configuration names
+    no model, says so in status, and moves to the default on `index --force`."""
+    root, index = _minilm_index(tmp_path)
     engine = Engine(root, Config(), index_path=index, workers=1)  # names no model: the default
     try:
         provider = engine.embedding_provider()
@@ -277,14 +283,7 @@ def test_a_kept_minilm_index_without_minilm_names_both_fixes(
     from codebase_index import embedder
     from codebase_index.embeddings import minilm
 
-    root = _project(tmp_path / "proj")
-    index = tmp_path / "index"
-    first = Engine(root, Config(embedding_model="minilm"), index_path=index, workers=1)
-    try:
-        first.index(graph=False)
-        assert first.embed() is not None
-    finally:
-        first.close()
+    root, index = _minilm_index(tmp_path)
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(
         minilm.importlib.util,

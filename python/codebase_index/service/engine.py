@@ -223,15 +223,15 @@ class Engine:
         """Embed what an index pass wrote, in the pass, when the model is in-process and cheap enough
         (`inline` on the provider: the static code model): the index is hybrid-ready when the pass
         returns and never partly embedded. Slower models (MiniLM, remote APIs) embed in the background
-        job instead. Vectors of an earlier static model release are replaced here; any other model
-        mismatch is left to `status` (rebuild needed) and the background job. `in_pass`: chunks the
-        index pass embedded already (beside chunking); returns those plus what this embeds."""
+        job instead. Vectors of an earlier static model release were replaced before the run
+        (`embedding.pass_embedding`); any other model mismatch is left to `status` (rebuild needed) and
+        the background job. `in_pass`: chunks the index pass embedded already (beside chunking); returns
+        those plus what this embeds."""
         if not embedding.embeds_inline(self):
             return in_pass
         provider = self.embedding_provider()
         if provider is None or not getattr(provider, "inline", False):
             return in_pass
-        embedding.replace_older_static_vectors(self, provider)
         try:
             # The ANN index (above ANN_THRESHOLD vectors) is only a query accelerator: search is exact
             # without it, so its build is left to the background round after the pass (the sidecar)
