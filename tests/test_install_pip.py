@@ -88,7 +88,7 @@ def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Build without isolation (the build requirements come from the registry into this venv first).
     _run([*pip, "install", "setuptools>=77", "wheel"])
     _run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"), str(src)])
-    (wheel,) = (base / "dist").glob("codebase_index-*.whl")
+    (wheel,) = (base / "dist").glob("local_codebase_index-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     for name in ("model.safetensors", "tokenizer.json", "model.json"):

@@ -65,4 +65,4 @@ def test_first_screen_shows_the_user_installs() -> None:
     first_screen = "\n".join(README.read_text(encoding="utf-8").splitlines()[:40])
     assert f'"plugin": ["{name}"]' in first_screen
     assert f"npx -y {name} install" in first_screen
-    assert "pip install codebase-index" in first_screen
+    assert f"pip install {name}" in first_screen

@@ -158,7 +158,7 @@ const NETWORK_TROUBLE =
   /Could not find a version|No matching distribution|Failed to establish a new connection|Temporary failure in name resolution|Name or service not known|Network is unreachable|ConnectTimeout|ReadTimeout|ProxyError|SSLError|Connection refused|connection error|failed to fetch/i;
 
 const MANUAL =
-  "Or install the engine yourself: `pip install codebase-index` (Python >= 3.10), then set `pythonPath` in " +
+  "Or install the engine yourself: `pip install local-codebase-index` (Python >= 3.10), then set `pythonPath` in " +
   "~/.config/opencode/codebase-index.json (or CODEBASE_INDEX_PYTHON) to that interpreter.";
 
 function stepError(step: string, result: RunResult, log: string): BootstrapError {

@@ -314,7 +314,8 @@ export function withheldNotice(withheld: readonly string[]): Notice | undefined 
   return { line, keys: [...withheld] };
 }
 
-/** True when the virtualenv at `venv` has codebase-index installed (a dist-info or editable marker). */
+/** True when the virtualenv at `venv` has the engine installed (its package folder, or the dist-info or editable
+ * marker of the `local-codebase-index` distribution or of builds from before the rename). */
 export function venvHasCodebaseIndex(venv: string): boolean {
   const lib = path.join(venv, "lib");
   let versions: string[];
@@ -330,7 +331,7 @@ export function venvHasCodebaseIndex(venv: string): boolean {
     } catch {
       continue;
     }
-    if (entries.some((name) => /^(__editable__\.)?codebase_index[-_.]/.test(name) || name === "codebase_index")) {
+    if (entries.some((name) => /^(__editable__[._])?(local_)?codebase_index[-_.]/.test(name) || name === "codebase_index")) {
       return true;
     }
   }

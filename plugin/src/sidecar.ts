@@ -460,7 +460,7 @@ export class SidecarClient {
         "spawn",
         `could not start the codebase-index sidecar: Python interpreter not found (${where}). ` +
           "Set `pythonPath` in ~/.config/opencode/codebase-index.json or the CODEBASE_INDEX_PYTHON environment variable " +
-          "to a Python that has codebase-index installed (`pip install codebase-index`, or `make install` in its repository).",
+          "to a Python that has codebase-index installed (`pip install local-codebase-index`, or `make install` in its repository).",
       );
     }
     if (code === "EACCES") {

@@ -100,7 +100,7 @@ test("no Python >= 3.10: one message with what to install", async (t) => {
     assert.ok(e instanceof BootstrapError);
     assert.match(e.message, /needs Python 3\.10 or newer .* found none on PATH \(tried .*no-such-python \(not found\)\)/);
     assert.match(e.message, /sudo apt install python3 python3-venv/);
-    assert.match(e.message, /pip install codebase-index/);
+    assert.match(e.message, /pip install local-codebase-index/);
     return true;
   });
   const old = fakePython(dir, { version: "3.8" });

@@ -134,7 +134,7 @@ export function writeHostileProject(root, markers, { secretDir } = {}) {
   const site = path.join(root, ".venv", "lib", "python3.11", "site-packages");
   mkdirSync(path.join(site, "codebase_index"), { recursive: true });
   writeFileSync(path.join(site, "codebase_index", "__init__.py"), mark("venv-site-packages"));
-  mkdirSync(path.join(site, "codebase_index-0.1.0.dist-info"), { recursive: true });
+  mkdirSync(path.join(site, "local_codebase_index-0.1.0.dist-info"), { recursive: true });
   writeFileSync(path.join(root, "argparse.py"), mark("argparse.py"));
   mkdirSync(path.join(root, "codebase_index"), { recursive: true });
   writeFileSync(path.join(root, "codebase_index", "__init__.py"), mark("codebase_index"));

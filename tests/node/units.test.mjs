@@ -1,6 +1,6 @@
 // Pure pieces: settings parsing, interpreter choice, command files, JSON Schema -> zod.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { test } from "node:test";
 
@@ -57,7 +57,10 @@ test("venvHasCodebaseIndex looks for the installed distribution", (t) => {
   const site = path.join(dir, "lib", "python3.12", "site-packages");
   mkdirSync(site, { recursive: true });
   assert.equal(venvHasCodebaseIndex(dir), false);
-  mkdirSync(path.join(site, "codebase_index-0.1.0.dist-info"));
+  writeFileSync(path.join(site, "__editable__.local_codebase_index-0.1.0.pth"), "/src\n");
+  assert.equal(venvHasCodebaseIndex(dir), true, "an editable install of the local-codebase-index distribution");
+  rmSync(path.join(site, "__editable__.local_codebase_index-0.1.0.pth"));
+  mkdirSync(path.join(site, "local_codebase_index-0.1.0.dist-info"));
   assert.equal(venvHasCodebaseIndex(dir), true);
   assert.equal(venvHasCodebaseIndex(path.join(dir, "nope")), false);
   assert.equal(venvHasCodebaseIndex(path.join(REPO, ".venv")), true, "the repository's own venv has it (make install)");

@@ -127,7 +127,8 @@ class QdrantBackend:
             from qdrant_client import QdrantClient
         except ImportError as exc:  # pragma: no cover - a dependency of the package
             raise BackendError(
-                "qdrant-client is not installed: pip install 'codebase-index[qdrant]' (or qdrant-client)"
+                "qdrant-client is not installed: "
+                "pip install 'local-codebase-index[qdrant]' (or qdrant-client)"
             ) from exc
         kwargs, location, name = parse_target(url, collection)
         try:

@@ -112,7 +112,7 @@ class StaticEmbedder:
             if found != expected:
                 raise EmbeddingError(
                     f"the embedded model's {name} in {folder} does not match its recorded sha256 "
-                    f"({found[:12]} != {expected[:12]}): reinstall codebase-index"
+                    f"({found[:12]} != {expected[:12]}): reinstall local-codebase-index"
                 )
         from tokenizers import Tokenizer
 
