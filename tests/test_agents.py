@@ -121,3 +121,53 @@ def test_the_mcp_command_never_imports_from_the_project_it_starts_in(tmp_path: P
     )
     assert done.returncode == 0, done.stderr
     assert "--project" in done.stdout and not marker.exists()
+
+
+def test_uninstall_finds_and_removes_exactly_what_install_wrote(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude Code's file is ~/.claude.json: install creates it with no ~/.claude folder beside it."""
+    claude = home / ".claude.json"
+    claude.write_text(json.dumps({"numStartups": 3}))
+    assert run(capsys, "install", "claude-code")[0].split()[:2] == ["claude-code", "added"]
+    assert not (home / ".claude").exists()
+    assert run(capsys, "uninstall")[0].split()[:2] == ["claude-code", "removed"]
+    assert json.loads(claude.read_text()) == {"numStartups": 3}
+    opencode = home / ".config" / "opencode" / "opencode.json"
+    run(capsys, "install", "opencode")
+    run(capsys, "uninstall", "opencode")
+    assert json.loads(opencode.read_text()) == {}
+
+
+def test_from_npx_cache_the_command_written_is_npx_not_the_cache_path(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cached = home / ".npm" / "_npx" / "9f2c1e" / "node_modules" / "local-codebase-index"
+    monkeypatch.setenv(agents.LAUNCHER_ENV, json.dumps(["/usr/bin/node", str(cached / "bin" / "mcp.mjs")]))
+    assert mcp_command() == ["npx", "-y", "local-codebase-index", "mcp"]
+    run(capsys, "install", "cursor", "codex")
+    cursor = json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["codebase-index"]
+    assert cursor == {
+        "command": "npx",
+        "args": ["-y", "local-codebase-index", "mcp", "--project", "${workspaceFolder}"],
+    }
+    codex = (home / ".codex" / "config.toml").read_text()
+    assert 'command = "npx"\nargs = ["-y", "local-codebase-index", "mcp"]' in codex and "_npx" not in codex
+    # A global npm install is stable: its own bin is written.
+    stable = ["/usr/bin/node", "/usr/lib/node_modules/local-codebase-index/bin/codebase-index-mcp.mjs"]
+    monkeypatch.setenv(agents.LAUNCHER_ENV, json.dumps(stable))
+    assert mcp_command() == stable
+
+
+def test_install_and_uninstall_need_only_the_standard_library(tmp_path: Path) -> None:
+    """The npm launcher runs them with any Python before the engine (and its dependencies) exists."""
+    probe = (
+        f"import sys; sys.path.insert(0, {str(Path(agents.__file__).parent.parent)!r}); "
+        "before = set(sys.modules); import codebase_index.agents; "
+        "print(*sorted({m.split('.')[0] for m in set(sys.modules) - before} - set(sys.stdlib_module_names)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["codebase_index"]

@@ -172,6 +172,25 @@ function stepError(step: string, result: RunResult, log: string): BootstrapError
   return new BootstrapError(`setting up the codebase-index engine failed while ${step}: ${detail}. Full log: ${log}. ${MANUAL}`);
 }
 
+function noPython(tried: string[]): BootstrapError {
+  return new BootstrapError(
+    `codebase-index needs Python ${MIN_PYTHON.join(".")} or newer for its search engine and found none on PATH ` +
+      `(tried ${tried.join(", ")}). Install one (Debian/Ubuntu: \`sudo apt install python3 python3-venv\`; ` +
+      "macOS: `brew install python@3.12`) and retry, or set CODEBASE_INDEX_BOOTSTRAP_PYTHON to an interpreter. " +
+      MANUAL,
+  );
+}
+
+/**
+ * A Python >= 3.10 from PATH (or CODEBASE_INDEX_BOOTSTRAP_PYTHON) for work that needs only the standard
+ * library (`install --dry-run`, `uninstall`): nothing is built. Probed in the user's home, never the project.
+ */
+export async function systemPython(env: Record<string, string | undefined> = process.env): Promise<string> {
+  const found = await findPython(env, env.HOME || os.homedir());
+  if (!found.python) throw noPython(found.tried);
+  return found.python;
+}
+
 let inFlight: Promise<Engine> | undefined;
 
 /** The engine's Python, building its environment first if this package version has none yet. */
@@ -205,14 +224,7 @@ async function build(options: BootstrapOptions, env: Record<string, string | und
     }
     report("looking for Python >= 3.10");
     const found = await findPython(env, parent);
-    if (!found.python) {
-      throw new BootstrapError(
-        `codebase-index needs Python ${MIN_PYTHON.join(".")} or newer for its search engine and found none on PATH ` +
-          `(tried ${found.tried.join(", ")}). Install one (Debian/Ubuntu: \`sudo apt install python3 python3-venv\`; ` +
-          "macOS: `brew install python@3.12`) and retry, or set CODEBASE_INDEX_BOOTSTRAP_PYTHON to an interpreter. " +
-          MANUAL,
-      );
-    }
+    if (!found.python) throw noPython(found.tried);
     const venv = path.join(scratch, "venv");
     const python = venvPython(venv);
     const installer = (await run("uv", ["--version"], { env, cwd: parent })).code === 0 ? "uv" : "pip";

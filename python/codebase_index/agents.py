@@ -6,25 +6,34 @@ MCP clients an `mcpServers` entry (Codex a `[mcp_servers.codebase-index]` TOML t
 `codebase-index mcp` in the workspace the agent runs in. Edits are idempotent (an entry already equal
 is left alone), keep every other key, and are shown as they are made; `--dry-run` only shows them.
 A JSONC file with comments is not rewritten (that would drop them): the change to make is printed.
+
+The command written must outlive the install: this interpreter (pip), the npm package's own bin (a
+global npm install), or `npx -y local-codebase-index mcp` when the package runs from npx's cache, which
+npm may clean at any time. Standard library only: the npm launcher runs `install --dry-run` and
+`uninstall` with any Python, without building the engine.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import ConfigError, strip_jsonc
+from .jsonc import ConfigError, strip_jsonc
 
 SERVER_NAME = "codebase-index"
 NPM_PACKAGE = "local-codebase-index"
 LAUNCHER_ENV = "CODEBASE_INDEX_MCP_LAUNCHER"
 """JSON list: how to start the MCP server; the npm package's bin sets it to itself."""
+NPX_COMMAND = ["npx", "-y", NPM_PACKAGE, "mcp"]
+NPX_CACHE = "_npx"
+"""The folder under npm's cache where `npx` unpacks packages (`~/.npm/_npx/<hash>/node_modules/...`)."""
 
 
 # `python -m` puts the working folder first on sys.path, and agents start MCP servers in the project they
@@ -40,10 +49,15 @@ def mcp_command() -> list[str]:
     if launcher:
         parsed = json.loads(launcher)
         if isinstance(parsed, list) and all(isinstance(p, str) for p in parsed) and parsed:
-            return parsed
+            return NPX_COMMAND if any(in_npx_cache(p) for p in parsed) else parsed
     if sys.version_info >= (3, 11):
         return [sys.executable, "-P", "-m", "codebase_index.cli", "mcp"]
     return [sys.executable, "-c", SAFE_MAIN_310, "mcp"]
+
+
+def in_npx_cache(path: str) -> bool:
+    """True for a file npx unpacked into npm's cache (gone after `npm cache clean` or npx's pruning)."""
+    return NPX_CACHE in re.split(r"[\\/]", path)
 
 
 @dataclass(frozen=True)
@@ -164,7 +178,8 @@ def _opencode(
     if not install:
         if len(others) == len(plugins):
             return data, "unchanged", "no codebase-index plugin"
-        return {**data, "plugin": others}, "remove", f"plugin {NPM_PACKAGE}"
+        rest = {k: v for k, v in data.items() if k != "plugin"}
+        return ({**rest, "plugin": others} if others else rest), "remove", f"plugin {NPM_PACKAGE}"
     entry = _plugin_entry()
     if entry in plugins and len(plugins) - len(others) == 1:
         return data, "unchanged", f"plugin {NPM_PACKAGE} already listed"
@@ -178,7 +193,8 @@ def _mcp_json(data: dict[str, Any], install: bool, extra: tuple[str, ...]) -> tu
         if SERVER_NAME not in servers:
             return data, "unchanged", f"no mcpServers.{SERVER_NAME}"
         del servers[SERVER_NAME]
-        return {**data, "mcpServers": servers}, "remove", f"mcpServers.{SERVER_NAME}"
+        rest = {k: v for k, v in data.items() if k != "mcpServers"}
+        return ({**rest, "mcpServers": servers} if servers else rest), "remove", f"mcpServers.{SERVER_NAME}"
     command = [*mcp_command(), *extra]
     entry = {"command": command[0], "args": command[1:]}
     if servers.get(SERVER_NAME) == entry:
@@ -244,11 +260,54 @@ def apply(agent: Agent, home: Path, *, install: bool, dry_run: bool) -> Change:
     return Change(agent.name, path, action, detail)
 
 
-def select(names: list[str], home: Path) -> list[Agent]:
-    """The named agents, or every agent whose folder exists when none is named."""
+def select(names: list[str], home: Path, *, install: bool = True) -> list[Agent]:
+    """The named agents, or when none is named: for install every agent found (its folder or its config
+    file), for uninstall every agent whose config file exists (install may have created it, e.g. Claude
+    Code's ~/.claude.json without a ~/.claude folder)."""
     if names:
         unknown = [n for n in names if n not in AGENT_NAMES]
         if unknown:
             raise ConfigError(f"unknown agent {', '.join(unknown)}; known: {', '.join(AGENT_NAMES)}")
         return [a for a in AGENTS if a.name in names]
-    return [a for a in AGENTS if a.detect(home).exists()]
+    if not install:
+        return [a for a in AGENTS if a.config(home).is_file()]
+    return [a for a in AGENTS if a.detect(home).exists() or a.config(home).is_file()]
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`install` and `uninstall`, for the CLI and for `main` below."""
+    for name, what in (("install", "add codebase-index to"), ("uninstall", "remove codebase-index from")):
+        p = sub.add_parser(name, help=f"{what} coding agents' configuration (all found, or the ones named)")
+        p.add_argument("agents", nargs="*", metavar="AGENT", help="opencode, claude-code, cursor, codex, ...")
+        p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
+        p.set_defaults(func=run, command=name)
+
+
+def run(args: argparse.Namespace) -> int:
+    home = Path.home()
+    install = args.command == "install"
+    chosen = select(args.agents, home, install=install)
+    if not chosen:
+        names = ", ".join(AGENT_NAMES)
+        found = "no coding agent found" if install else "no coding agent's configuration found"
+        print(f"{found} in {home} (looked for {names}); name one: codebase-index {args.command} AGENT")
+        return 0
+    for agent in chosen:
+        print(apply(agent, home, install=install, dry_run=args.dry_run).line(home, args.dry_run))
+    if args.dry_run:
+        print("dry run: nothing was written")
+    elif install:
+        print("restart the agent to load codebase-index; it indexes a project on first use (index_codebase)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`install` / `uninstall` alone (the npm launcher's path that needs no engine)."""
+    parser = argparse.ArgumentParser(prog="codebase-index")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except ConfigError as exc:
+        print(f"codebase-index: error: {exc}", file=sys.stderr)
+        return 1

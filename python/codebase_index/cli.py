@@ -489,6 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_publish)
 
+    from .agents import add_parsers as add_agent_parsers
     from .context.cli import add_context_parsers
     from .graph.cli import add_graph_parsers
     from .mcp_server import add_mcp_parser
@@ -498,35 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_graph_parsers(sub)
     add_serve_parser(sub)
     add_mcp_parser(sub)
-    for name, what in (("install", "add codebase-index to"), ("uninstall", "remove codebase-index from")):
-        p = sub.add_parser(name, help=f"{what} coding agents' configuration (all found, or the ones named)")
-        p.add_argument("agents", nargs="*", metavar="AGENT", help="opencode, claude-code, cursor, codex, ...")
-        p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
-        p.set_defaults(func=cmd_install, command=name)
+    add_agent_parsers(sub)
     add_eval_parser(sub)
     return parser
-
-
-def cmd_install(args: argparse.Namespace) -> int:
-    from . import agents
-
-    home = Path.home()
-    chosen = agents.select(args.agents, home)
-    if not chosen:
-        names = ", ".join(agents.AGENT_NAMES)
-        print(
-            f"no coding agent found in {home} (looked for {names}); "
-            f"name one: codebase-index {args.command} AGENT"
-        )
-        return EXIT_OK
-    install = args.command == "install"
-    for agent in chosen:
-        print(agents.apply(agent, home, install=install, dry_run=args.dry_run).line(home, args.dry_run))
-    if args.dry_run:
-        print("dry run: nothing was written")
-    elif install:
-        print("restart the agent to load codebase-index; it indexes a project on first use (index_codebase)")
-    return EXIT_OK
 
 
 def _stdout_closed() -> int:

@@ -33,6 +33,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from .embeddings import BUILTIN_MODELS
+from .jsonc import ConfigError, strip_jsonc
 from .patterns import DEFAULT_INCLUDE
 from .trust import TrustError, is_trusted, read_project_file, sensitive_folder
 
@@ -40,10 +41,6 @@ CONFIG_FILE_NAME = "codebase-index.json"
 PROJECT_CONFIG = Path(".opencode") / CONFIG_FILE_NAME
 MERGED_LISTS = frozenset({"knowledgeBases", "knowledgeBaseRoots", "additionalInclude"})
 """Top-level lists that accumulate across the global and project files instead of being replaced."""
-
-
-class ConfigError(Exception):
-    """A configuration file is malformed or holds an invalid value; the message names file and key."""
 
 
 def _m(description: str, **constraints: Any) -> msgspec.Meta:
@@ -258,32 +255,7 @@ class Config(_Section, frozen=True):
 
 # --------------------------------------------------------------------------------------------- parsing
 
-_JSONC_TOKENS = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*(?:.*?\*/|.*\Z)', re.S)
-_TRAILING_COMMA = re.compile(r'"(?:\\.|[^"\\])*"|,(\s*[}\]])', re.S)
 _ENV_WHOLE = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def strip_jsonc(text: str) -> str:
-    """Turn JSONC into JSON: comments become spaces (line numbers in errors stay right), trailing commas
-    are dropped; string contents are never touched.
-
-    >>> strip_jsonc('{"a": "//x", /* c */ "b": [1,], // end\\n}')
-    '{"a": "//x",         "b": [1 ]        \\n}'
-    """
-
-    def blank(m: re.Match[str]) -> str:
-        token = m.group(0)
-        if token.startswith('"'):
-            return token
-        if token.startswith("/*") and not token.endswith("*/"):
-            line = text.count("\n", 0, m.start()) + 1
-            raise ConfigError(f"line {line}: unterminated /* comment")
-        return re.sub(r"[^\n]", " ", token)
-
-    without_comments = _JSONC_TOKENS.sub(blank, text)
-    return _TRAILING_COMMA.sub(
-        lambda m: " " + m.group(1) if m.group(1) is not None else m.group(0), without_comments
-    )
 
 
 def _display(path: Path, root: Path) -> str:
