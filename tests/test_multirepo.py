@@ -157,6 +157,17 @@ def test_all_repos_search_finds_a_symbol_of_another_repository(two_repos: tuple[
     assert all(r["path"].startswith("billing/") and "repo" not in r for r in single["results"])
 
 
+def test_multi_repository_search_takes_keyword_mode(two_repos: tuple[Path, Path]) -> None:
+    alpha, _ = two_repos
+    proc = cli("search", "--all-repos", "--mode", "keyword", "--json", "--root", str(alpha), "refreshToken")
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["strategy"] == "keyword" and payload.get("note") is None, payload
+    assert payload["results"][0]["repo"] == "beta" and payload["results"][0]["symbol"] == "refreshToken"
+    semantic = cli("search", "--all-repos", "--mode", "semantic", "--root", str(alpha), "refreshToken")
+    assert semantic.returncode == 1 and "hybrid or keyword" in semantic.stderr
+
+
 def test_published_collection_answers_like_the_local_indexes(
     two_repos: tuple[Path, Path], tmp_path: Path
 ) -> None:

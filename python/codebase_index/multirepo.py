@@ -105,10 +105,15 @@ def search(
     filters: Filters | None = None,
     config: Config | None = None,
     local: LocalBackend | None = None,
+    mode: str | None = None,
 ) -> SearchResponse:
     """One query over several repositories: the local indexes named (`repos`, `*` or `all_repos` for
     every registered one), or the shared backend (`use_backend`; by default when one is configured and
-    this project has no local index). A failing backend falls back to the local indexes, saying so."""
+    this project has no local index). A failing backend falls back to the local indexes, saying so.
+    `mode` is hybrid (None) or keyword; a semantic-only ranking across repositories is not offered."""
+    if mode not in (None, "hybrid", "keyword"):
+        raise ValueError(f"a multi-repository search is hybrid or keyword, not {mode}")
+    keyword_only = mode == "keyword"
     from .service import SearchResponse
 
     config = config or load_config(root)
@@ -123,7 +128,7 @@ def search(
             backend = connect_backend(config)
             chosen = backend_repos(backend, [] if all_repos else repos, root)
             found, strategy, notice = federated.search(
-                backend, query, chosen, config, embed, top_k=top_k, filters=filters
+                backend, query, chosen, config, embed, top_k=top_k, filters=filters, keyword_only=keyword_only
             )
             return SearchResponse(query, strategy, top_k, found, notice)
         except BackendError as exc:
@@ -144,7 +149,14 @@ def search(
     try:
         chosen = [RepoInfo(e.name, backend_local.engines[e.name].branch()) for e in entries]
         found, strategy, more = federated.search(
-            backend_local, query, chosen, config, embed, top_k=top_k, filters=filters
+            backend_local,
+            query,
+            chosen,
+            config,
+            embed,
+            top_k=top_k,
+            filters=filters,
+            keyword_only=keyword_only,
         )
     finally:
         if own:

@@ -73,8 +73,10 @@ def _search_repos(args: argparse.Namespace, query: str, filters: Filters) -> Sea
     from .backends.base import BackendError
     from .repos import RegistryError
 
-    if args.mode not in (None, "hybrid"):
-        raise CliError("--mode keyword/semantic applies to one repository; multi-repository search is hybrid")
+    if args.mode == "semantic":
+        raise CliError(
+            "--mode semantic applies to one repository; a multi-repository search is hybrid or keyword"
+        )
     try:
         return multirepo.search(
             _root(args),
@@ -84,6 +86,7 @@ def _search_repos(args: argparse.Namespace, query: str, filters: Filters) -> Sea
             use_backend=True if args.backend else None,
             top_k=args.top,
             filters=filters,
+            mode=args.mode,
         )
     except (BackendError, RegistryError) as exc:
         raise CliError(str(exc)) from exc

@@ -125,9 +125,18 @@ def search(
     *,
     top_k: int = 10,
     filters: Filters | None = None,
+    keyword_only: bool = False,
 ) -> tuple[list[SearchResult], str, str | None]:
-    """(results, strategy, notice) of one query over `repos` on `backend`."""
+    """(results, strategy, notice) of one query over `repos` on `backend`; `keyword_only` (`--mode
+    keyword`) embeds no query, so no vector is searched and none is missed."""
     query = parse_query(text, config)
     pool = max(CANDIDATE_POOL, top_k * 3)
-    found = backend.candidates(query, repos, filters or Filters(), pool, embed)
-    return results(rank_candidates(text, found)[:top_k]), found.strategy, found.notice
+    found = backend.candidates(
+        query, repos, filters or Filters(), pool, _no_vector if keyword_only else embed
+    )
+    ranked = results(rank_candidates(text, found)[:top_k])
+    return (ranked, "keyword", None) if keyword_only else (ranked, found.strategy, found.notice)
+
+
+def _no_vector(_model: str) -> None:
+    return None

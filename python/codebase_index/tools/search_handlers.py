@@ -69,7 +69,9 @@ def _refuse_with_repos(allow: Any) -> None:
         )
 
 
-def _multirepo_search(rt: Runtime, query: str, repos: Sequence[str], top_k: int, filters: Any) -> Any:
+def _multirepo_search(
+    rt: Runtime, query: str, repos: Sequence[str], top_k: int, filters: Any, mode: str | None = None
+) -> Any:
     """One search over several repositories (or the shared backend), its failures as tool errors."""
     from .. import multirepo
     from ..backends.base import BackendError
@@ -77,7 +79,7 @@ def _multirepo_search(rt: Runtime, query: str, repos: Sequence[str], top_k: int,
 
     try:
         return multirepo.search(
-            rt.root, query, repos=repos, top_k=top_k, filters=filters, local=rt.repo_backend()
+            rt.root, query, repos=repos, top_k=top_k, filters=filters, local=rt.repo_backend(), mode=mode
         )
     except RegistryError as exc:
         raise InvalidParams(f"invalid params: `repos`: {exc}") from exc
@@ -118,10 +120,10 @@ def _search_repos(
 ) -> Any:
     """Several repositories (local indexes from the registry), or the shared backend when this project
     has only `backend` configured; `repos` empty means this one."""
-    if mode not in (None, "hybrid"):
-        raise InvalidParams("invalid params: `mode`: a multi-repository search is hybrid")
+    if mode not in (None, "hybrid", "keyword"):
+        raise InvalidParams("invalid params: `mode`: a multi-repository search is hybrid or keyword")
     with rt.read_lock:
-        return _multirepo_search(rt, query, repos, limit, filters)
+        return _multirepo_search(rt, query, repos, limit, filters, mode)
 
 
 def _hits(results: Sequence[Any], *, content: bool) -> list[Hit]:
