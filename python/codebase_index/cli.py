@@ -409,8 +409,12 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="codebase-index", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # Not required: a bare `codebase-index` prints the whole help (every command), not only an error.
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("index", help="index (or update the index of) a project")
     p.add_argument("path", nargs="?", help="project root (default: --root, $CODEBASE_INDEX_ROOT, or .)")
@@ -516,6 +520,9 @@ def _stdout_closed() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     # A degraded search's reason reaches the user as its `note:` line; without a handler Python would
     # print the engine's warning about it too. The sidecar's and MCP's handlers still receive it.
     logging.getLogger("codebase_index.search").addHandler(logging.NullHandler())

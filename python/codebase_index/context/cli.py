@@ -18,18 +18,36 @@ def _runtime(args: argparse.Namespace) -> Any:
     return Runtime(_root(args), index_dir=Path(index_dir) if index_dir else None)
 
 
+# The tool parameters these commands set, as their flags: a message about a parameter names the flag.
+FLAGS = {
+    "maxTokens": "--max-tokens",
+    "fileType": "--file-type",
+    "directory": "--directory",
+    "changedSince": "--changed-since",
+    "changedBefore": "--changed-before",
+}
+
+
 def _call(args: argparse.Namespace, method: str, params: dict[str, Any], *, index_first: bool = True) -> int:
     from ..cli import CliError, Progress
-    from ..tools import ToolError, call
+    from ..context.assemble import MAX_TOKENS, MIN_TOKENS
+    from ..tools import CallContext, ToolError, call
+    from ..vocabulary import CLI
 
+    budget = params.get("maxTokens")
+    if budget is not None and not MIN_TOKENS <= budget <= MAX_TOKENS:
+        raise CliError(f"--max-tokens must be {MIN_TOKENS}..{MAX_TOKENS}, not {budget}")
     rt = _runtime(args)
     try:
         if index_first and not rt.reader().has_index():
             rt.writer().index(progress=Progress(sys.stderr, enabled=not args.json))
         try:
-            result = call(rt, method, params)
+            result = call(rt, method, params, CallContext(words=CLI))
         except ToolError as exc:
-            raise CliError(exc.message) from exc
+            message = exc.message
+            for key, flag in FLAGS.items():  # the validator's `$.maxTokens` is the CLI's --max-tokens
+                message = message.replace(f"`$.{key}`", flag)
+            raise CliError(message) from exc
     finally:
         rt.close()
     if args.json:

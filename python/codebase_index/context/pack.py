@@ -216,6 +216,11 @@ def omitted_summary(paths: Iterable[str]) -> tuple[str, dict[str, int]]:
     return f"{total} more: {', '.join(parts)}", dict(counts.most_common())
 
 
+def omitted_line(summary: str, budget: str = "maxTokens") -> str:
+    """The pack's last line when something was left out; `budget` is how the face spells the cap."""
+    return f"omitted: {summary} (raise {budget} or narrow the query)"
+
+
 def pack(
     evidence: Sequence[Evidence],
     max_tokens: int,
@@ -307,7 +312,7 @@ def _render(
     parts = [title] if title else []
     parts += [c.block for c in ordered]
     if summary:
-        parts.append(f"omitted: {summary} (raise maxTokens or narrow the query)")
+        parts.append(omitted_line(summary))
     text = "\n\n".join(parts)
     items = [
         PackItem(

@@ -44,6 +44,7 @@ def _answer(args: argparse.Namespace, query: Callable[[Engine], T], render: Call
 
 def cmd_call_graph(args: argparse.Namespace) -> int:
     from ..cli import CliError
+    from ..vocabulary import CLI
     from .text import format_call_graph
 
     name = " ".join(args.name).strip()
@@ -60,7 +61,7 @@ def cmd_call_graph(args: argparse.Namespace) -> int:
             include_name_matches=args.name_matches,
             limit=args.limit,
         ),
-        format_call_graph,
+        lambda graph: format_call_graph(graph, CLI),
     )
     return 0 if graph.roots else 1
 

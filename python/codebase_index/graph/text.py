@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..display import shown_path
+from ..vocabulary import TOOLS, Vocabulary
 from .query import CallGraph, CallSite, ImplementationLookup
 
 
@@ -18,11 +19,11 @@ def _site_line(s: CallSite, upward: bool) -> str:
     return f"{indent}{s.callee} ({callee}:{s.callee_line}) called at {caller}:{s.line} [{tag}]"
 
 
-def format_call_graph(g: CallGraph) -> str:
+def format_call_graph(g: CallGraph, words: Vocabulary = TOOLS) -> str:
     if not g.roots:
         text = (
-            f"No definition named {g.query!r} in the code graph. Try implementation_lookup or "
-            "codebase_search to find the right name."
+            f"No definition named {g.query!r} in the code graph. Try {words.implementation} or "
+            f"{words.search} to find the right name."
         )
         return f"{text}\n({g.incomplete})" if g.incomplete else text
     upward = g.direction == "callers"
@@ -39,14 +40,14 @@ def format_call_graph(g: CallGraph) -> str:
     else:
         lines.append("No resolved calls.")
     if g.truncated:
-        lines.append("(truncated: raise `limit` or lower `depth`)")
+        lines.append(f"(truncated: raise {words.limit} or lower {words.depth})")
     if g.name_matches:
         lines.append("Matched by name only (receiver type unknown; may be another class's method):")
         lines += [_site_line(s, upward) for s in g.name_matches]
     elif g.name_match_count:
         lines.append(
             f"{g.name_match_count} more call site(s) match by name only (unverified); "
-            "pass includeNameMatches to list them."
+            f"pass {words.name_matches} to list them."
         )
     return "\n".join(lines)
 

@@ -19,6 +19,7 @@ import msgspec
 
 from ..files import stat_inside
 from ..git import current_branch
+from ..vocabulary import TOOLS, Vocabulary
 from .protocol import Cancelled, ConfigProblem
 from .schema import IndexSummary
 
@@ -45,10 +46,12 @@ class CallContext:
         progress: ProgressFn | None = None,
         cancelled: Callable[[], bool] | None = None,
         request_id: int | str | None = None,
+        words: Vocabulary = TOOLS,
     ) -> None:
         self._progress = progress
         self._cancelled = cancelled or (lambda: False)
         self.request_id = request_id  # the transport's id: background work it starts reports under it
+        self.words = words  # how the face spells tools and parameters in the messages it shows
 
     def is_cancelled(self) -> bool:
         return self._cancelled()

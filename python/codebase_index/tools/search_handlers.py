@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..vocabulary import TOOLS, Vocabulary
 from .protocol import InvalidParams, NotIndexed, ToolError
 from .runtime import CallContext, Runtime
 from .schema import (
@@ -49,7 +50,9 @@ def _filters(file_type: str | None, directory: str | None, kind: str | None) -> 
     return Filters(file_type=file_type or None, directory=directory or None, kind=kind)
 
 
-def _time_filter(rt: Runtime, changed_since: str | None, changed_before: str | None) -> Any:
+def _time_filter(
+    rt: Runtime, changed_since: str | None, changed_before: str | None, words: Vocabulary = TOOLS
+) -> Any:
     """The (path, start, end) predicate of `changedSince` / `changedBefore`, or None."""
     if not changed_since and not changed_before:
         return None
@@ -58,7 +61,7 @@ def _time_filter(rt: Runtime, changed_since: str | None, changed_before: str | N
     try:
         return time_filter(rt.root, changed_since, changed_before)
     except GitError as exc:
-        raise InvalidParams(f"invalid params: `changedSince`/`changedBefore`: {exc}") from exc
+        raise InvalidParams(f"invalid params: {words.changed}: {exc}") from exc
 
 
 def _refuse_with_repos(allow: Any) -> None:
@@ -159,7 +162,7 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
     limit = p.limit if p.limit is not None else min(defaults.max_results, 50)
     min_score = p.min_score if p.min_score is not None else defaults.min_score
     context_lines = p.context_lines if p.context_lines is not None else defaults.context_lines
-    allow = _time_filter(rt, p.changed_since, p.changed_before)
+    allow = _time_filter(rt, p.changed_since, p.changed_before, call.words)
     filters = _filters(p.file_type, p.directory, p.chunk_type)
     response = _run_search(rt, p.query, limit, filters, p.mode, allow, p.repos)
     results = [r for r in response.results if r.score >= min_score]
@@ -182,7 +185,7 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
 def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
     from ..format import format_peek
 
-    allow = _time_filter(rt, p.changed_since, p.changed_before)
+    allow = _time_filter(rt, p.changed_since, p.changed_before, call.words)
     filters = _filters(p.file_type, p.directory, p.chunk_type)
     response = _run_search(rt, p.query, p.limit, filters, None, allow, p.repos)
     call.check_cancelled()
@@ -199,7 +202,7 @@ def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
 def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResult:
     if not p.query.strip():
         raise InvalidParams("invalid params: `query` is empty")
-    allow = _time_filter(rt, p.changed_since, p.changed_before)
+    allow = _time_filter(rt, p.changed_since, p.changed_before, call.words)
     search, own = None, None
     if p.repos:
         _refuse_with_repos(allow)
@@ -214,7 +217,7 @@ def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResu
             own_repo=own,
         )
     call.check_cancelled()
-    return _pack_result(rt, "codebase_context", found)
+    return _pack_result(rt, "codebase_context", found, call.words)
 
 
 def handle_edit_context(rt: Runtime, p: EditContextParams, call: CallContext) -> ToolResult:
@@ -223,14 +226,21 @@ def handle_edit_context(rt: Runtime, p: EditContextParams, call: CallContext) ->
     with _indexed_reader(rt) as engine:
         found = engine.edit_context(p.target, max_tokens=p.max_tokens)
     call.check_cancelled()
-    return _pack_result(rt, "codebase_edit_context", found)
+    return _pack_result(rt, "codebase_edit_context", found, call.words)
 
 
-def _pack_result(rt: Runtime, tool: str, found: Any) -> ToolResult:
-    """A context pack's answer: its text, and its data with the savings of this answer."""
+def _pack_result(rt: Runtime, tool: str, found: Any, words: Vocabulary) -> ToolResult:
+    """A context pack's answer: its text (its omitted line in the face's words), and its data with the
+    savings of this answer."""
+    from ..context.pack import omitted_line
+
+    text = found.text
+    hint = omitted_line(found.omitted.summary)
+    if words.max_tokens != TOOLS.max_tokens and found.omitted.summary and text.endswith(hint):
+        text = text.removesuffix(hint) + omitted_line(found.omitted.summary, words.max_tokens)
     data = context_data(found)
-    data["savings"] = rt.record_savings(tool, found.text, found.files)
-    return ToolResult(found.text, data)
+    data["savings"] = rt.record_savings(tool, text, found.files)
+    return ToolResult(text, data)
 
 
 def _repos_search(rt: Runtime, repos: Sequence[str]) -> tuple[Any, str | None]:
