@@ -95,6 +95,14 @@ def test_embedding_status_line() -> None:
         "250/1000 chunks (25%) with embedded:all-MiniLM-L6-v2, embedding now at 25.0 chunks/s, ~28s left; "
         "50 failed, retried on the next run: HTTP 500"
     )
+    # A pass still running once every chunk is done says nothing about embedding now; one chunk short of
+    # done is not 100%.
+    done = msgspec.structs.replace(base, embedded=1000, running=True)
+    assert format_embeddings(done) == "1000/1000 chunks (100%) with embedded:all-MiniLM-L6-v2"
+    almost = msgspec.structs.replace(base, embedded=2049, total=2050, running=True)
+    assert format_embeddings(almost).startswith(
+        "2049/2050 chunks (99%) with embedded:all-MiniLM-L6-v2, embedding now at 25.0 chunks/s"
+    )
     none = EmbeddingStatus(None, None, None, 0, 10, 0, None, error="no embedding provider available")
     assert format_embeddings(none) == "none, keyword search only (no embedding provider available)"
     assert [duration(s) for s in (4.6, 185, 7800)] == ["5s", "3m05s", "2h10m"]

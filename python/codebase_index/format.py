@@ -226,15 +226,16 @@ def format_embeddings(emb: Any) -> str:
         return f"none, keyword search only ({emb.error or 'no embedding provider'})"
     if getattr(emb, "rebuild_needed", None):
         return f"rebuild needed: run index --force ({emb.rebuild_needed}); search is keyword-only until then"
-    pct = 100.0 * emb.embedded / emb.total if emb.total else 100.0
-    line = f"{emb.embedded}/{emb.total} chunks ({pct:.0f}%) with {emb.model}"
+    # Rounded down: 2049 of 2050 is 99%, never 100% while a chunk waits.
+    pct = 100 * emb.embedded // emb.total if emb.total else 100
+    line = f"{emb.embedded}/{emb.total} chunks ({pct}%) with {emb.model}"
     backend = getattr(emb, "backend", None)
     if backend:
         line += f" ({backend})"
     if emb.endpoint:
         line += f" on {emb.endpoint}"
     pending = emb.total - emb.embedded - emb.failures
-    if emb.running:
+    if emb.running and pending > 0:  # a pass still open over a finished index is not "embedding now"
         line += ", embedding now"
         if emb.rate and pending > 0:
             line += f" at {emb.rate:.1f} chunks/s, ~{duration(pending / emb.rate)} left"
