@@ -58,6 +58,27 @@ def test_estimate_matches_the_real_index_exactly_within_budget(tmp_path: Path) -
     assert (after.files_to_index, after.chunks_to_embed, after.chunks) == (0, 0, chunks)
 
 
+def test_estimate_counts_the_chunks_the_index_has_not_embedded_yet(tmp_path: Path) -> None:
+    """A keyword-only index holds every chunk and no vector: all of them are still to embed."""
+    root = project(tmp_path, FIXTURES)
+    engine = Engine(root, index_path=tmp_path / "index", workers=1)
+    try:
+        report = engine.index(embed=False, graph=False)
+        distinct, chars = engine.store.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(n), 0) FROM "
+            "(SELECT MAX(LENGTH(text)) AS n FROM chunks GROUP BY chunk_hash)"
+        ).fetchone()
+        waiting = engine.estimate()
+        engine.embed()
+        done = engine.estimate()
+    finally:
+        engine.close()
+    assert waiting.files_to_index == 0 and waiting.chunks == report.chunks
+    assert waiting.chunks_to_embed == distinct > 0
+    assert waiting.tokens_to_embed == chars // upkeep.CHARS_PER_TOKEN
+    assert done.chunks_to_embed == 0 and done.tokens_to_embed == 0
+
+
 def test_estimate_over_budget_extrapolates_close(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = project(tmp_path, PACKAGE)
     total = sum(p.stat().st_size for p in (root / "src").rglob("*.py"))

@@ -285,6 +285,29 @@ def pending_sources(store: Store, catalogs: Catalogs, model_id: str) -> dict[str
     return out
 
 
+def pending_by_path(store: Store, catalog: str, model_id: str) -> dict[str, tuple[int, int]]:
+    """Per path of the catalog: (chunks, characters) still waiting for a `model_id` vector (a text two
+    paths share counts once, at the first)."""
+    sources = pending_sources(store, catalog, model_id)
+    lengths: dict[str, int] = {}
+    hashes = [s.chunk_hash for s in sources.values()]
+    for start in range(0, len(hashes), 500):
+        part = hashes[start : start + 500]
+        marks = ",".join("?" * len(part))
+        lengths.update(
+            store.conn.execute(
+                f"SELECT chunk_hash, LENGTH(text) FROM chunks WHERE chunk_hash IN ({marks}) "
+                "GROUP BY chunk_hash",
+                part,
+            )
+        )
+    out: dict[str, tuple[int, int]] = {}
+    for source in sources.values():
+        n, chars = out.get(source.path, (0, 0))
+        out[source.path] = (n + 1, chars + lengths.get(source.chunk_hash, 0))
+    return out
+
+
 def pending_hashes(store: Store, catalogs: Catalogs, model_id: str) -> list[str]:
     """The embedding keys `pending_sources` finds, in order."""
     return list(pending_sources(store, catalogs, model_id))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
@@ -147,12 +148,20 @@ def _sample_order(path: str) -> bytes:
 
 
 def estimate(
-    root: Path, config: Config, store: Store | None, branch: str, *, force: bool = False
+    root: Path,
+    config: Config,
+    store: Store | None,
+    branch: str,
+    *,
+    force: bool = False,
+    pending: Mapping[str, tuple[int, int]] | None = None,
 ) -> Estimate:
     """What an index run would do and what embedding it would cost, without writing or embedding anything.
     Stored contents give exact chunk and token counts; new or changed files are read and chunked as the
     index run would (same reader, generated-file test and chunker, so the counts match it) up to
-    ESTIMATE_CHUNK_BYTES, and the rest is extrapolated from what that measured."""
+    ESTIMATE_CHUNK_BYTES, and the rest is extrapolated from what that measured. To embed: the new
+    chunks, and those of unchanged files still waiting for a vector (`pending`, per path: chunks and
+    characters, `embedder.pending_by_path`)."""
     from . import files as discovery
     from .chunking import chunk_text, language_for_path
 
@@ -178,7 +187,7 @@ def estimate(
         known_chars = {key: (int(n), int(chars)) for key, n, chars in rows}
     chunks = chunks_new = chars = chars_new = changed = 0
     to_chunk = []
-    kept = 0
+    kept = waiting = waiting_chars = 0  # unchanged files, and their chunks still without a vector
     for entry in found.files:
         old = existing.get(entry.path)
         if not force and old is not None and old[:3] == (entry.size, entry.mtime_ns, entry.inode):
@@ -186,6 +195,9 @@ def estimate(
             chunks += n
             chars += c
             kept += 1
+            n, c = (pending or {}).get(entry.path, (0, 0))
+            waiting += n
+            waiting_chars += c
         else:
             to_chunk.append(entry)
     to_chunk.sort(key=lambda e: _sample_order(e.path))
@@ -230,7 +242,7 @@ def estimate(
     chars += chars_new
     files = kept + changed
     tokens = chars // CHARS_PER_TOKEN
-    tokens_new = chars_new // CHARS_PER_TOKEN
+    tokens_new = (chars_new + waiting_chars) // CHARS_PER_TOKEN
     cost = {
         name: (None if price is None else round(tokens_new / 1_000_000 * price, 4))
         for name, (_, price) in PRICES_PER_MTOK.items()
@@ -241,7 +253,7 @@ def estimate(
         files_to_index=changed,
         files_to_remove=len(set(existing) - {f.path for f in found.files}),
         chunks=chunks,
-        chunks_to_embed=chunks_new,
+        chunks_to_embed=chunks_new + waiting,
         tokens=tokens,
         tokens_to_embed=tokens_new,
         cost_usd=cost,

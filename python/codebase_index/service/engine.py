@@ -351,8 +351,16 @@ class Engine:
 
     def estimate(self, *, force: bool = False) -> upkeep.Estimate:
         """Files, chunks, tokens and embedding cost per provider of an index run, doing none of it."""
+        from ..embedder import pending_by_path
+
         store = self.store if self.has_index() else None
-        return upkeep.estimate(self.root, self.config, store, self.branch(), force=force)
+        branch = self.branch()
+        pending = None
+        if store is not None and not force:
+            provider = self.embedding_provider()
+            if provider is not None:
+                pending = pending_by_path(store, branch, provider.model_id)
+        return upkeep.estimate(self.root, self.config, store, branch, force=force, pending=pending)
 
     def repair(
         self,
