@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import codebase_index
 from codebase_index.embeddings import minilm
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,8 +62,6 @@ def copy_sources(dest: Path) -> Path:
 
 def test_npm_and_python_packages_carry_one_version() -> None:
     import json
-
-    import codebase_index
 
     npm = json.loads((REPO / "package.json").read_text(encoding="utf-8"))["version"]
     found = re.search(r'^version = "([^"]+)"$', (REPO / "pyproject.toml").read_text(encoding="utf-8"), re.M)
@@ -127,6 +126,11 @@ def test_wheel_searches_by_meaning_offline_without_torch_or_key(user_venv: Path,
         "OPENAI_API_KEY": "dummy",
         "GEMINI_API_KEY": "dummy",
     }
+    # Installed under the npm package's name; the command keeps its own.
+    dist = "import importlib.metadata as m; print(m.version('local-codebase-index'))"
+    assert _run([python, "-c", dist]).stdout.strip() == codebase_index.__version__
+    version = _run([str(user_venv / "bin" / "codebase-index"), "--version"], env=env)
+    assert version.stdout == f"codebase-index {codebase_index.__version__}\n"
     cli = [python, "-c", NO_NETWORK_CLI]
     index = _run([*cli, "index", str(repo)], env=env)
     assert re.search(r"embedded \d+ chunks with embedded:code-static-v\d+", index.stdout), index.stdout
