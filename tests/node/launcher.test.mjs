@@ -3,7 +3,7 @@
 // outlives npx's cache; a signal that ends the engine ends the launcher with 128 + its number.
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { once } from "node:events";
@@ -63,10 +63,10 @@ test("`uninstall` through the launcher removes what install wrote and builds no 
   const bin = unpack(path.join(u.dir, "prefix", "lib", "node_modules", "local-codebase-index"));
   const claude = path.join(u.home, ".claude.json");
   const entry = { command: "npx", args: ["-y", "local-codebase-index", "mcp"] };
-  execFileSync("sh", ["-c", `printf '%s' '${JSON.stringify({ numStartups: 3, mcpServers: { "codebase-index": entry } })}' > "$0"`, claude]);
+  writeFileSync(claude, JSON.stringify({ numStartups: 3, mcpServers: { "codebase-index": entry } }));
   const out = execFileSync(process.execPath, [bin, "uninstall"], { cwd: u.home, env: u.env, encoding: "utf8" });
   assert.match(out, /^claude-code +removed +~\/\.claude\.json: mcpServers\.codebase-index$/m, out);
-  assert.deepEqual(JSON.parse(execFileSync("cat", [claude], { encoding: "utf8" })), { numStartups: 3 });
+  assert.deepEqual(JSON.parse(readFileSync(claude, "utf8")), { numStartups: 3 });
   assert.equal(existsSync(path.join(u.dir, "data")), false);
 });
 
