@@ -7,9 +7,10 @@ outside HTML comments that starts with a program a user runs (`codebase-index`, 
 `opencode`, `claude`, `docker`, `git`). Each one is:
 
 (a) a `codebase-index` command (or one a wrapper such as `claude mcp add NAME -- ...` runs): run for real
-    against a small git repository in a temp folder, with HOME / XDG_* / the repos registry in that folder,
-    and its output checked (CHECKS, by sub-command). A synopsis is run as several examples: every `[...]`
-    left out, then every `[...]` put in; `a|b` words, and `A | B` inside `[...]` / `(...)`, pick their k-th
+    against a small git repository in a temp folder, with HOME / XDG_* / the repos registry in that folder
+    and an audit hook that ends it on any connection beyond loopback, and its output checked (CHECKS, by
+    sub-command). A synopsis is run as several examples: every `[...]` left out, then every `[...]` put
+    in; `a|b` words, and `A | B` inside `[...]` / `(...)`, pick their k-th
     alternative in the k-th example; `...` (repeat) is dropped; the placeholders are substituted by
     `_substitute` (QUERY, PATH, NAME, N, ...; `"..."` is a query; `HOST:PORT` and the Qdrant example's
     `localhost:6333` become a closed port on 127.0.0.1: publishing there is the README's "one clear error");
@@ -224,7 +225,7 @@ class World:
 
     def cli(self, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "codebase_index.cli", *argv],
+            [sys.executable, "-c", LOCAL_ONLY_CLI, *argv],
             cwd=self.project,
             env=self.env,
             input=stdin,
@@ -232,6 +233,29 @@ class World:
             text=True,
             timeout=TIMEOUT,
         )
+
+
+# `python -m codebase_index.cli` with an audit hook that ends the process on any connection or name lookup
+# other than this machine's loopback: a README command that reaches the network fails its test.
+LOCAL_ONLY_CLI = """
+import os, socket, sys
+LOCAL = ("127.0.0.1", "::1", "localhost")
+def hook(event, args):
+    if event == "socket.getaddrinfo":
+        bad = args[0] not in LOCAL
+    elif event == "socket.connect":
+        address = args[1]
+        bad = isinstance(address, tuple) and address[0] not in LOCAL
+    else:
+        return
+    if bad:
+        sys.stderr.write(f"NETWORK ATTEMPT {event} {args!r}\\n")
+        os._exit(99)
+sys.addaudithook(hook)
+sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+import runpy
+runpy.run_module("codebase_index.cli", run_name="__main__", alter_sys=True)
+"""
 
 
 def _closed_port() -> int:
