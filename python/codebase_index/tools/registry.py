@@ -284,6 +284,10 @@ def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | N
         ctx.check_cancelled()
         result = spec.handler(rt, params, ctx)
         ok = True
+        if ctx.notes:
+            result.text = "".join(f"note: {n}\n" for n in ctx.notes) + "\n" + result.text
+            if isinstance(result.data, dict):
+                result.data["notes"] = list(ctx.notes)
         if rt.config_notice:
             result.text = f"note: {rt.config_notice}\n{result.text}"
         return result

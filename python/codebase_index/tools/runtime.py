@@ -49,6 +49,7 @@ class CallContext:
         self._progress = progress
         self._cancelled = cancelled or (lambda: False)
         self.request_id = request_id  # the transport's id: background work it starts reports under it
+        self.notes: list[str] = []  # one-line notes the answer leads with (indexed first, freshness)
 
     def is_cancelled(self) -> bool:
         return self._cancelled()
