@@ -46,6 +46,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             args.context_lines = defaults.context_lines
         _ensure_index(engine, quiet=args.json)
         response = engine.search(query, top_k=top, filters=filters, mode=args.mode)
+        _print_freshness(engine)
     finally:
         engine.close()
     if min_score:
@@ -136,15 +137,28 @@ def _print_results(
 def _ensure_index(engine: Engine, *, quiet: bool) -> None:
     """A search where there is no index (or none for this branch) indexes first, progress on stderr;
     the pass embeds with the static model, so the answer is hybrid. `indexing.autoIndex: false` asks."""
+    from .freshness import HEAD_META, head_commit
     from .tools.first_index import needs_index
 
     if not needs_index(engine):
-        return
+        indexed = engine.store.get_meta(HEAD_META + engine.branch())
+        if not indexed or indexed == head_commit(engine.root):
+            return
+        # HEAD moved since (a pull, a commit): one-shot, so catch up now (stat-first, cheap).
     if not engine.config.indexing.auto_index:
         raise CliError(
             "this project is not indexed yet and `indexing.autoIndex` is false (run `codebase-index index`)"
         )
     engine.index(progress=Progress(sys.stderr, enabled=not quiet))
+
+
+def _print_freshness(engine: Engine) -> None:
+    """The answer's freshness line, on stderr so stdout stays the results (and `--json` stays JSON)."""
+    from .freshness import HEAD_META, Freshness, head_commit, line
+
+    branch = engine.branch()
+    found = Freshness(branch, engine.store.get_meta(HEAD_META + branch) or None, head_commit(engine.root))
+    print(line(found), file=sys.stderr)
 
 
 def cmd_peek(args: argparse.Namespace) -> int:

@@ -50,6 +50,7 @@ class CallContext:
         self._cancelled = cancelled or (lambda: False)
         self.request_id = request_id  # the transport's id: background work it starts reports under it
         self.notes: list[str] = []  # one-line notes the answer leads with (indexed first, freshness)
+        self.freshness: Any = None  # `freshness.Freshness` of what the answer was read from
 
     def is_cancelled(self) -> bool:
         return self._cancelled()

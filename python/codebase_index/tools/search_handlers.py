@@ -46,7 +46,23 @@ def _indexed_reader(rt: Runtime, call: CallContext) -> Iterator[Engine]:
         engine = rt.reader()
         if not engine.has_index():
             raise NotIndexed(note or "this project is not indexed yet; call index_codebase first")
+        call.freshness = _freshness(rt, engine)
         yield engine
+
+
+def _freshness(rt: Runtime, engine: Engine) -> Any:
+    """What the answer reflects: the catalog's commit against HEAD now, and saves the watcher holds."""
+    from ..freshness import HEAD_META, Freshness, head_commit
+
+    branch = engine.branch()
+    watcher = rt.watcher
+    return Freshness(
+        branch=branch,
+        commit=engine.store.get_meta(HEAD_META + branch) or None,
+        head=head_commit(rt.root),
+        changed_files=watcher.pending_count() if watcher is not None else 0,
+        reindexing=rt.index_lock.locked(),
+    )
 
 
 def _filters(file_type: str | None, directory: str | None, kind: str | None) -> Any:
