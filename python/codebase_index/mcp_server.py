@@ -26,8 +26,8 @@ log = logging.getLogger("codebase_index.mcp")
 
 INSTRUCTIONS = (
     "Local code search for this project. Use codebase_search to find code by meaning or name before "
-    "grepping; codebase_peek for locations only; index_codebase when search says the project is not "
-    "indexed or results look stale."
+    "grepping; codebase_peek for locations only. A search on an unindexed project indexes it first; "
+    "answers end with the branch and commit they reflect, or lead with a `stale:` line."
 )
 
 PROMPTS: dict[str, tuple[str, str | None, str]] = {

@@ -45,7 +45,10 @@ def _indexed_reader(rt: Runtime, call: CallContext) -> Iterator[Engine]:
     with rt.read_lock:
         engine = rt.reader()
         if not engine.has_index():
-            raise NotIndexed(note or "this project is not indexed yet; call index_codebase first")
+            # Only a large first run in the background gets here: nothing to answer from yet.
+            raise NotIndexed(
+                f"{note}; nothing is indexed yet, ask again shortly (index_status shows progress)"
+            )
         call.freshness = _freshness(rt, engine)
         yield engine
 
