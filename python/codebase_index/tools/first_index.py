@@ -32,7 +32,8 @@ _background: weakref.WeakKeyDictionary[Runtime, threading.Thread] = weakref.Weak
 
 def needs_index(engine: Engine) -> bool:
     """No index, or none for the branch checked out now (a switch the watcher has not caught up with)."""
-    return not engine.has_index() or engine.branch() not in engine.store.branches()
+    # Two meta lookups: this runs before every answer.
+    return not engine.has_index() or not engine.store.has_catalog(engine.branch())
 
 
 def ensure_indexed(rt: Runtime, call: CallContext) -> str | None:
