@@ -192,7 +192,7 @@ class Runtime:
         self.index_runs = 0
         self._embed_thread: threading.Thread | None = None
         self.watcher: Watcher | None = None
-        self.watch_enabled = False  # set by the sidecar: MCP and tests do not watch
+        self.watch_enabled = False  # set by ServeCore (sidecar and MCP); one-shot callers do not watch
         self.watch_note: str | None = None  # why the watcher is off or degraded
         self._embed_stop = threading.Event()
         self._embed_again = threading.Event()
