@@ -50,7 +50,7 @@ export function describeFailure(toolName: string, method: string, error: unknown
           );
         }
         if (error.code === -32602) return `${toolName} failed: invalid arguments: ${error.message}`;
-        if (error.code === NOT_INDEXED && !/index_codebase/.test(error.message)) {
+        if (error.code === NOT_INDEXED && !/index_codebase|index_status/.test(error.message)) {
           return `${toolName} failed: ${error.message}. Run \`index_codebase\` (or /index) first, then retry.`;
         }
         return `${toolName} failed: ${error.message}`;

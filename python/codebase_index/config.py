@@ -73,7 +73,9 @@ class Bm25Config(_Section, frozen=True):
 
 
 class IndexingConfig(_Section, frozen=True):
-    auto_index: Annotated[bool, _m("Index automatically the first time a search tool is used")] = False
+    auto_index: Annotated[
+        bool, _m("A search on an unindexed project indexes it first (false: searches ask for `index`)")
+    ] = True
     watch_files: Annotated[bool, _m("Watch the tree and re-index changed files")] = True
     max_file_size: Annotated[int, _m("Files larger than this many bytes are skipped (too-large)", ge=1)] = (
         1_048_576

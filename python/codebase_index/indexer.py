@@ -22,6 +22,7 @@ from . import embedder, literal_index, patterns, problems, processing, walk_cach
 from . import files as discovery
 from .chunking import language_for_path
 from .config import Config
+from .freshness import HEAD_META, head_commit
 from .graph.store import EdgeRefresh, GraphStore
 from .models import DiscoveredFile, SkippedFile
 from .processing import (
@@ -182,6 +183,7 @@ class Indexer:
     def run(self, branch: str, *, force: bool = False, progress: ProgressFn | None = None) -> IndexReport:
         started = time.perf_counter()
         store = self.store
+        commit = head_commit(self.root)  # read before the walk: what this run's files can reflect
         report = progress or (lambda phase, done, total: None)
         self.last_graph = None
         self._graph_errors = 0
@@ -205,6 +207,7 @@ class Indexer:
                 _, counts = self._stored_state(branch, generation)
                 skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
                 skipped += [skip for _, skip in self._read_skips.values()]
+                _note_head(store, branch, commit)
                 return self._report(branch, counts, 0, len(found.files), 0, 0, skipped, started)
             existing = self._stored_rows(branch, generation)
             skipped = [SkippedRow(s.path, s.reason, s.detail) for s in found.skipped]
@@ -252,6 +255,7 @@ class Indexer:
 
             if not to_read and not known and idle():
                 self._synced = None if _has_errors(skipped) else (branch, generation)
+                _note_head(store, branch, commit)
                 return self._report(branch, counts, 0, unchanged, 0, 0, skipped, started)
 
             def read_slices() -> Iterator[list[_Pending]]:
@@ -283,6 +287,7 @@ class Indexer:
                 store.purge_unreferenced_contents()
                 store.replace_skipped(branch, skipped)
                 store.mark_catalog(branch)
+                store.set_meta(HEAD_META + branch, commit or "")  # what answers reflect
                 store.set_meta("pipeline_version", PIPELINE_VERSION)
                 store.bump_generation()
 
@@ -664,3 +669,10 @@ def _has_skips(store: Store, branch: str, paths: Iterable[str]) -> bool:
         store.conn.execute("SELECT 1 FROM skipped WHERE branch=? AND path=?", (branch, p)).fetchone()
         for p in paths
     )
+
+
+def _note_head(store: Store, branch: str, commit: str | None) -> None:
+    """A run that found nothing to write still brings the catalog's commit up to date (a commit or a
+    pull of what was already indexed): answers would otherwise call themselves stale."""
+    if store.has_catalog(branch) and store.get_meta(HEAD_META + branch) != (commit or ""):
+        store.set_meta(HEAD_META + branch, commit or "")

@@ -2,7 +2,9 @@
 
 Built on the SDK's low-level `Server` so tool schemas come straight from `tools` (the high-level server
 would derive its own from Python signatures and let the two faces drift). Named `mcp_server` so that
-`import mcp` here means the SDK. The engine is created on the first tool call, not at start-up.
+`import mcp` here means the SDK. Like the sidecar, it keeps the project alive through `ServeCore`: the
+engine warms up in the background at start, pending embeddings resume, and the watcher re-indexes saves
+and branch switches.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from typing import Any
 
 from . import __version__, tools
 from .tools import CallContext, Runtime, ToolError
+from .tools.serve_core import ServeCore
 
 log = logging.getLogger("codebase_index.mcp")
 
 INSTRUCTIONS = (
     "Local code search for this project. Use codebase_search to find code by meaning or name before "
-    "grepping; codebase_peek for locations only; index_codebase when search says the project is not "
-    "indexed or results look stale."
+    "grepping; codebase_peek for locations only. A search on an unindexed project indexes it first; "
+    "answers end with the branch and commit they reflect, or lead with a `stale:` line."
 )
 
 PROMPTS: dict[str, tuple[str, str | None, str]] = {
@@ -206,9 +209,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     runtime = Runtime(root, index_dir=Path(args.index_dir) if args.index_dir else None, logs=buffer)
     configure_logging(runtime.index_dir, resolve_log_level(runtime.root, args.log_level), buffer)
     log.info("MCP server %s serving %s (index %s)", __version__, runtime.root, runtime.index_dir)
+    core = ServeCore(runtime)
+    core.start()
     try:
         anyio.run(_serve, runtime)
     finally:
+        core.close()
         runtime.close()
     return 0
 

@@ -43,11 +43,11 @@ from .tools import (
     Runtime,
     ToolError,
 )
+from .tools.serve_core import DEBOUNCE_SECONDS, ServeCore
 
 log = logging.getLogger("codebase_index.rpc")
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
-DEBOUNCE_SECONDS = 1.0
 PROGRESS_INTERVAL = 0.1  # seconds between two $/progress notifications of one phase
 WORKERS = 4
 EXIT_LOCKED = 3
@@ -116,12 +116,9 @@ class Sidecar:
         self._inflight: dict[int | str, _Request] = {}
         self._inflight_lock = threading.Lock()
         self._stopping = threading.Event()
-        self._timer: threading.Timer | None = None
-        self._timer_lock = threading.Lock()
         self._tool_defs: list[dict[str, Any]] | None = None
-        self._changed_paths: set[str] = set()  # from notify/filesChanged, for a path-level re-index
-        self._full_reindex = False
-        runtime.watch_enabled = True  # the sidecar owns the file watcher
+        # The watcher, change notifications, resumed embeddings: shared with the MCP face.
+        self.core = ServeCore(runtime, debounce=debounce)
         # The background embedding job (after `index`, a watcher run or a resumed session) reports too.
         runtime.embed_progress = lambda params: self.notify("$/progress", params)
         # Background indexing leaves a core to the searches the sidecar answers meanwhile.
@@ -189,9 +186,7 @@ class Sidecar:
         """Stop taking work, cancel index runs (they can be long; the index keeps its last committed
         state), let quick calls finish and answer, release the engines."""
         self._stopping.set()
-        with self._timer_lock:
-            if self._timer is not None:
-                self._timer.cancel()
+        self.core.close()
         with self._inflight_lock:
             for req in self._inflight.values():
                 if req.method == "index":
@@ -252,12 +247,10 @@ class Sidecar:
         elif method in ("notify/filesChanged", "notify/branchChanged"):
             log.debug("%s %s", method, params)
             paths = params.get("paths")
-            with self._timer_lock:
-                if method == "notify/filesChanged" and isinstance(paths, list) and paths:
-                    self._changed_paths.update(str(p) for p in paths if isinstance(p, str) and p)
-                else:
-                    self._full_reindex = True  # a branch change, or changes we were not told about
-            self._schedule_reindex()
+            if method == "notify/filesChanged" and isinstance(paths, list):
+                self.core.files_changed(paths)  # empty: changes we were not told about
+            else:
+                self.core.branch_changed()
         else:
             log.debug("ignored notification %s", method)
 
@@ -303,24 +296,7 @@ class Sidecar:
                 "index": self.rt.summary(),
             },
         )
-        with contextlib.suppress(RuntimeError):
-            self.pool.submit(self._warm_up)
-
-    def _warm_up(self) -> None:
-        """Load the engine and the keyword snapshot so the first search does not pay for it."""
-        try:
-            with self.rt.read_lock:
-                engine = self.rt.reader()
-                indexed = engine.has_index()
-                if indexed:
-                    engine.snapshot()
-            if indexed:
-                self.rt.start_embedding()  # resumes whatever a previous session left pending
-                self.rt.start_graph()  # likewise for code-graph extraction
-            if indexed or engine.config.indexing.auto_index:
-                log.info("file watcher: %s", self.rt.start_watcher())
-        except Exception as exc:
-            log.warning("engine warm-up failed: %s", exc)
+        self.core.start()
 
     def _finish(self, req: _Request) -> None:
         with self._inflight_lock:
@@ -364,56 +340,6 @@ class Sidecar:
             return
         self._finish(req)
         self.respond(req.id, result)
-
-    # -- file-change driven re-indexing -------------------------------------------------------------
-
-    def _schedule_reindex(self) -> None:
-        """Debounce bursts of change events into one incremental index run."""
-        if self._stopping.is_set():
-            return
-        with self._timer_lock:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = threading.Timer(self.debounce, self._submit_reindex)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def _submit_reindex(self) -> None:
-        with contextlib.suppress(RuntimeError):
-            self.pool.submit(self._background_index)
-
-    def _background_index(self) -> None:
-        if self._stopping.is_set():
-            return
-        if not self.rt.summary().indexed:
-            log.info("files changed but the project is not indexed yet; waiting for an explicit index run")
-            return
-        with self._timer_lock:
-            paths = sorted(self._changed_paths)
-            full = self._full_reindex or not paths
-            self._changed_paths.clear()
-            self._full_reindex = False
-        if not full:
-            try:
-                self.rt.reindex_paths(paths)
-            except Exception as exc:
-                log.warning("path-level re-index of %d notified path(s) failed: %s", len(paths), exc)
-            return
-        ctx = CallContext(cancelled=self._stopping.is_set)
-        for _ in range(600):  # a user-started run may hold the index; wait for it, then catch up
-            try:
-                result = tools.call(self.rt, "index", {}, ctx)
-                log.info("incremental index after file changes: %s", result.text)
-                return
-            except tools.IndexBusy:
-                if self._stopping.wait(self.debounce):
-                    return
-            except ToolError as exc:
-                log.info("incremental index stopped: %s", exc.message)
-                return
-            except Exception:
-                log.exception("incremental index after file changes failed")
-                return
 
 
 # -- process entry --------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .models import CHUNK_KINDS
 from .search import Filters
 
 if TYPE_CHECKING:
-    from .service import SearchResponse
+    from .service import Engine, SearchResponse
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -44,9 +44,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         min_score = args.min_score if getattr(args, "min_score", None) is not None else defaults.min_score
         if getattr(args, "context_lines", None) is None:
             args.context_lines = defaults.context_lines
-        if not engine.has_index():
-            engine.index(progress=Progress(sys.stderr, enabled=not args.json))
+        _ensure_index(engine, quiet=args.json)
         response = engine.search(query, top_k=top, filters=filters, mode=args.mode)
+        _print_freshness(engine)
     finally:
         engine.close()
     if min_score:
@@ -137,6 +137,33 @@ def _print_results(
     return EXIT_OK
 
 
+def _ensure_index(engine: Engine, *, quiet: bool) -> None:
+    """A search where there is no index (or none for this branch) indexes first, progress on stderr;
+    the pass embeds with the static model, so the answer is hybrid. `indexing.autoIndex: false` asks."""
+    from .freshness import HEAD_META, head_commit
+    from .tools.first_index import needs_index
+
+    if not needs_index(engine):
+        indexed = engine.store.get_meta(HEAD_META + engine.branch())
+        if not indexed or indexed == head_commit(engine.root):
+            return
+        # HEAD moved since (a pull, a commit): one-shot, so catch up now (stat-first, cheap).
+    if not engine.config.indexing.auto_index:
+        raise CliError(
+            "this project is not indexed yet and `indexing.autoIndex` is false (run `codebase-index index`)"
+        )
+    engine.index(progress=Progress(sys.stderr, enabled=not quiet))
+
+
+def _print_freshness(engine: Engine) -> None:
+    """The answer's freshness line, on stderr so stdout stays the results (and `--json` stays JSON)."""
+    from .freshness import HEAD_META, Freshness, head_commit, line
+
+    branch = engine.branch()
+    found = Freshness(branch, engine.store.get_meta(HEAD_META + branch) or None, head_commit(engine.root))
+    print(line(found), file=sys.stderr)
+
+
 def cmd_peek(args: argparse.Namespace) -> int:
     args.peek = True
     return cmd_search(args)
@@ -160,8 +187,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
     at = _location(args.at) if args.at else None
     engine = _engine(args)
     try:
-        if not engine.has_index():
-            raise CliError("this project is not indexed yet (run `codebase-index index`)")
+        _ensure_index(engine, quiet=args.json)
         filters = Filters(file_type=args.file_type, directory=args.directory, kind=args.kind)
         try:
             response = engine.similar(snippet=snippet, at=at, top_k=args.top, filters=filters)

@@ -198,6 +198,11 @@ class Watcher:
         except (OSError, RuntimeError) as exc:
             log.debug("watcher stop: %s", exc)
 
+    def pending_count(self) -> int:
+        """Saves seen and not re-indexed yet (an answer's freshness line counts them)."""
+        with self._lock:
+            return len(self._pending)
+
     # -- events -----------------------------------------------------------------------------------------
 
     def observe(self, path: str, is_dir: bool) -> None:

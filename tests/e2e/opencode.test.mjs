@@ -131,6 +131,18 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
     assert.match(skill.description, /codebase_search/);
   });
 
+  // Runs before anything indexed the project: the first /search indexes it and answers (issue 26).
+  test("/search on a project with no index yet passes its arguments and returns the sidecar's hits", async () => {
+    const before = llm.requests.length;
+    const out = await run(project, env, ["run", "--format", "json", "--command", "search", "invoice total limit=2"]);
+    assert.equal(out.code, 0, out.stderr.slice(-3000));
+    const mine = llm.requests.slice(before).filter((r) => r.tools?.length);
+    assert.match(userText(mine[0]), /invoice total limit=2/);
+    const result = toolMessages(mine.at(-1)).map(messageText).join("\n");
+    assert.match(result, /billing\/invoices\.py/, result);
+    assert.doesNotMatch(result, /not indexed/, result);
+  });
+
   test("a prompt: the model indexes, searches, and the sidecar's result reaches it", async () => {
     const before = llm.requests.length;
     const out = await run(project, env, ["run", "--format", "json", "where is the invoice total computed?"]);
@@ -155,16 +167,6 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
     const result = toolMessages(mine.at(-1)).map(messageText).join("\n");
     assert.ok(result.length > 0 && !/index_status failed/.test(result), result);
     assert.match(out.stdout, /FINAL ANSWER/);
-  });
-
-  test("/search passes its arguments and returns the sidecar's hits", async () => {
-    const before = llm.requests.length;
-    const out = await run(project, env, ["run", "--format", "json", "--command", "search", "invoice total limit=2"]);
-    assert.equal(out.code, 0, out.stderr.slice(-3000));
-    const mine = llm.requests.slice(before).filter((r) => r.tools?.length);
-    assert.match(userText(mine[0]), /invoice total limit=2/);
-    const result = toolMessages(mine.at(-1)).map(messageText).join("\n");
-    assert.match(result, /billing\/invoices\.py/, result);
   });
 
   test("opencode debug agent runs codebase_search with no model", async () => {

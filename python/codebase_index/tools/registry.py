@@ -273,6 +273,21 @@ def engine_error(exc: Exception) -> ToolError | None:
     return None
 
 
+def _add_freshness(result: ToolResult, ctx: CallContext, *, budgeted: bool) -> None:
+    """Every answer read from the index says how fresh it is: a stale one leads with it, a current one
+    ends with it (a context pack's text is its token budget: there `data.freshness` alone says it);
+    `data.freshness` carries the fields."""
+    from .. import freshness
+
+    f = ctx.freshness
+    if isinstance(result.data, dict):
+        result.data["freshness"] = msgspec.to_builtins(f)
+    if f.stale:
+        ctx.notes.insert(0, freshness.line(f))
+    elif not budgeted:
+        result.text = f"{result.text.rstrip()}\n{freshness.line(f)}"
+
+
 def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | None = None) -> ToolResult:
     """Validate, run and time one tool call. Raises ToolError subclasses for expected failures."""
     spec = lookup(name_or_method)
@@ -284,6 +299,12 @@ def call(rt: Runtime, name_or_method: str, raw_params: Any, ctx: CallContext | N
         ctx.check_cancelled()
         result = spec.handler(rt, params, ctx)
         ok = True
+        if ctx.freshness is not None:
+            _add_freshness(result, ctx, budgeted=spec.handler in (handle_context, handle_edit_context))
+        if ctx.notes:
+            result.text = "".join(f"note: {n}\n" for n in ctx.notes) + "\n" + result.text
+            if isinstance(result.data, dict):
+                result.data["notes"] = list(ctx.notes)
         if rt.config_notice:
             result.text = f"note: {rt.config_notice}\n{result.text}"
         return result

@@ -52,6 +52,8 @@ class CallContext:
         self._cancelled = cancelled or (lambda: False)
         self.request_id = request_id  # the transport's id: background work it starts reports under it
         self.words = words  # how the face spells tools and parameters in the messages it shows
+        self.notes: list[str] = []  # one-line notes the answer leads with (indexed first, freshness)
+        self.freshness: Any = None  # `freshness.Freshness` of what the answer was read from
 
     def is_cancelled(self) -> bool:
         return self._cancelled()
@@ -193,7 +195,7 @@ class Runtime:
         self.index_runs = 0
         self._embed_thread: threading.Thread | None = None
         self.watcher: Watcher | None = None
-        self.watch_enabled = False  # set by the sidecar: MCP and tests do not watch
+        self.watch_enabled = False  # set by ServeCore (sidecar and MCP); one-shot callers do not watch
         self.watch_note: str | None = None  # why the watcher is off or degraded
         self._embed_stop = threading.Event()
         self._embed_again = threading.Event()

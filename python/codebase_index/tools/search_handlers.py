@@ -35,13 +35,38 @@ TIME_FILTER_DEPTH = 10
 
 
 @contextlib.contextmanager
-def _indexed_reader(rt: Runtime) -> Iterator[Engine]:
-    """The reader engine under the read lock, once the project has an index."""
+def _indexed_reader(rt: Runtime, call: CallContext) -> Iterator[Engine]:
+    """The reader engine under the read lock, once the project has an index: one is built first if
+    there is none (`first_index`); a note of what the answer reflects goes to `call.notes`."""
+    from .first_index import ensure_indexed
+
+    note = ensure_indexed(rt, call)
+    if note:
+        call.notes.append(note)
     with rt.read_lock:
         engine = rt.reader()
         if not engine.has_index():
-            raise NotIndexed("this project is not indexed yet; call index_codebase first")
+            # Only a large first run in the background gets here: nothing to answer from yet.
+            raise NotIndexed(
+                f"{note}; nothing is indexed yet, ask again shortly (index_status shows progress)"
+            )
+        call.freshness = _freshness(rt, engine)
         yield engine
+
+
+def _freshness(rt: Runtime, engine: Engine) -> Any:
+    """What the answer reflects: the catalog's commit against HEAD now, and saves the watcher holds."""
+    from ..freshness import HEAD_META, Freshness, head_commit
+
+    branch = engine.branch()
+    watcher = rt.watcher
+    return Freshness(
+        branch=branch,
+        commit=engine.store.get_meta(HEAD_META + branch) or None,
+        head=head_commit(rt.root),
+        changed_files=watcher.pending_count() if watcher is not None else 0,
+        reindexing=rt.index_lock.locked(),
+    )
 
 
 def _filters(file_type: str | None, directory: str | None, kind: str | None) -> Any:
@@ -92,6 +117,7 @@ def _multirepo_search(
 
 def _run_search(
     rt: Runtime,
+    call: CallContext,
     query: str,
     limit: int,
     filters: Any,
@@ -105,7 +131,7 @@ def _run_search(
         _refuse_with_repos(allow)
         return _search_repos(rt, query, limit, filters, mode, repos or ())
     depth = limit if allow is None else min(500, limit * TIME_FILTER_DEPTH)
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         try:
             if mode is None:
                 response = engine.search(query, top_k=depth, filters=filters)
@@ -164,7 +190,7 @@ def handle_search(rt: Runtime, p: SearchParams, call: CallContext) -> ToolResult
     context_lines = p.context_lines if p.context_lines is not None else defaults.context_lines
     allow = _time_filter(rt, p.changed_since, p.changed_before, call.words)
     filters = _filters(p.file_type, p.directory, p.chunk_type)
-    response = _run_search(rt, p.query, limit, filters, p.mode, allow, p.repos)
+    response = _run_search(rt, call, p.query, limit, filters, p.mode, allow, p.repos)
     results = [r for r in response.results if r.score >= min_score]
     call.check_cancelled()
     if defaults.include_context:
@@ -187,7 +213,7 @@ def handle_peek(rt: Runtime, p: PeekParams, call: CallContext) -> ToolResult:
 
     allow = _time_filter(rt, p.changed_since, p.changed_before, call.words)
     filters = _filters(p.file_type, p.directory, p.chunk_type)
-    response = _run_search(rt, p.query, p.limit, filters, None, allow, p.repos)
+    response = _run_search(rt, call, p.query, p.limit, filters, None, allow, p.repos)
     call.check_cancelled()
     data = {
         "query": p.query,
@@ -207,7 +233,7 @@ def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResu
     if p.repos:
         _refuse_with_repos(allow)
         search, own = _repos_search(rt, p.repos)
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         found = engine.context(
             p.query,
             max_tokens=p.max_tokens,
@@ -223,7 +249,7 @@ def handle_context(rt: Runtime, p: ContextParams, call: CallContext) -> ToolResu
 def handle_edit_context(rt: Runtime, p: EditContextParams, call: CallContext) -> ToolResult:
     if not p.target.strip():
         raise InvalidParams("invalid params: `target` is empty")
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         found = engine.edit_context(p.target, max_tokens=p.max_tokens)
     call.check_cancelled()
     return _pack_result(rt, "codebase_edit_context", found, call.words)
@@ -274,7 +300,7 @@ def handle_similar(rt: Runtime, p: SimilarParams, call: CallContext) -> ToolResu
         raise InvalidParams("invalid params: `path` needs `line` (a line inside the example chunk)")
     at = (p.path, p.line) if p.path is not None and p.line is not None else None
     filters = _filters(p.file_type, p.directory, p.chunk_type)
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         try:
             response = engine.similar(snippet=p.snippet, at=at, top_k=p.limit, filters=filters)
         except ValueError as exc:
@@ -306,7 +332,7 @@ def handle_call_graph(rt: Runtime, p: CallGraphParams, call: CallContext) -> Too
         raise InvalidParams("invalid params: `name` is empty")
     if p.direction == "path":
         return _graph_path(rt, target, p, call)
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         graph = engine.call_graph(
             target,
             direction=p.direction,
@@ -331,7 +357,7 @@ def _graph_path(rt: Runtime, source: str, p: CallGraphParams, call: CallContext)
 
     if not p.to or not p.to.strip():
         raise InvalidParams("invalid params: direction `path` needs `to` (the symbol to reach)")
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         found = engine.call_path(source, p.to.strip())
     call.check_cancelled()
     return ToolResult(format_path(found), msgspec.to_builtins(found))
@@ -343,7 +369,7 @@ def _graph_impact(rt: Runtime, p: CallGraphParams, call: CallContext) -> ToolRes
 
     if p.name is not None or p.symbol_id is not None:
         raise InvalidParams("invalid params: direction `impact` takes `diff`, not `name` or `symbolId`")
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         try:
             found = engine.impact(p.diff, depth=p.depth)
         except GitError as exc:
@@ -357,7 +383,7 @@ def handle_implementation_lookup(rt: Runtime, p: ImplementationLookupParams, cal
 
     if not p.query.strip():
         raise InvalidParams("invalid params: `query` is empty")
-    with _indexed_reader(rt) as engine:
+    with _indexed_reader(rt, call) as engine:
         found = engine.implementation_lookup(p.query, limit=p.limit)
     call.check_cancelled()
     text = format_implementation(found)
