@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -190,21 +192,42 @@ def test_processes_starting_at_once_move_it_once(tmp_path: Path) -> None:
         engine.close()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through chmod 0555: a read-only folder is not")
-def test_a_read_only_project_keeps_its_index_in_the_user_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    root = project(tmp_path / "ro")
-    os.chmod(root, 0o555)
+def test_a_read_only_project_keeps_its_index_in_the_user_cache(tmp_path: Path) -> None:
+    """chmod 0555 does not stop root: as root the CLI runs as `nobody` (in a folder it can reach)."""
+    as_root = os.geteuid() == 0
+    if as_root and shutil.which("setpriv") is None:
+        pytest.skip("running as root, where chmod 0555 stops nothing, and no setpriv to run as nobody")
+    base = Path(tempfile.mkdtemp()) if as_root else tmp_path
     try:
-        expected = user_cache_index_dir(root.resolve())
-        assert expected.parent == tmp_path / "cache" / "codebase-index" / "projects"
-        assert expected.name.startswith("ro-")
-        assert cli.main(["index", str(root), "--keyword-only"]) == 0
-        assert cli.main(["status", str(root)]) == 0
-        assert f"index:       {expected}" in capsys.readouterr().out  # status says where
+        os.chmod(base, 0o755)
+        home = base / "home"
+        home.mkdir(mode=0o777)
+        os.chmod(home, 0o777)
+        root = project(base / "ro")
+        os.chmod(root, 0o555)
+        env = {**os.environ, "PYTHONPATH": str(PY), "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache")}
+        for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "CODEBASE_INDEX_ROOT"):
+            env.pop(name, None)
+        drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if as_root else []
+
+        def cli_run(*args: str) -> subprocess.CompletedProcess[str]:
+            cmd = [*drop, sys.executable, "-m", "codebase_index.cli", *args]
+            return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+        expected = user_cache_index_dir(root.resolve()).relative_to(Path.home() / ".cache")
+        expected = home / "cache" / expected
+        assert (
+            expected.name.startswith("ro-")
+            and expected.parent == home / "cache" / "codebase-index" / "projects"
+        )
+        index = cli_run("index", str(root), "--keyword-only")
+        assert index.returncode == 0, index.stderr
+        status = cli_run("status", str(root))
+        assert status.returncode == 0, status.stderr
+        assert f"index:       {expected} " in status.stdout  # status says where
         assert (expected / "codebase.db").is_file()
         assert sorted(p.name for p in root.iterdir()) == ["app.py", "util.py"]
     finally:
-        os.chmod(root, 0o755)
+        os.chmod(base / "ro", 0o755)
+        if as_root:
+            shutil.rmtree(base)
