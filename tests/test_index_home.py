@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codebase_index import cli
+from codebase_index import cli, repos
 from codebase_index.config import Config, ConfigError, index_dir
 from codebase_index.index_dir import GITIGNORE_TEXT
 from codebase_index.index_home import user_cache_index_dir
@@ -82,6 +82,16 @@ def test_an_old_opencode_index_moves_over_with_its_vectors(tmp_path: Path) -> No
         engine.close()
     assert (root / ".codebase-index" / "codebase.db").is_file()
     assert not (root / ".opencode").exists()  # it held only our index
+
+
+def test_the_repository_registry_follows_the_move(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(repos.REGISTRY_ENV, str(tmp_path / "registry.json"))
+    root = project(tmp_path / "proj")
+    old = root / ".opencode" / "index"
+    build(root, old)  # registered with its old index folder
+    assert [e.index_dir for e in repos.list_repos()] == [str(old.resolve())]
+    Engine(root, workers=1).close()  # moves it
+    assert [e.index_dir for e in repos.list_repos()] == [str(root.resolve() / ".codebase-index")]
 
 
 def test_the_move_keeps_the_users_opencode_folder_and_never_overwrites_a_new_index(tmp_path: Path) -> None:
