@@ -6,6 +6,8 @@ An index left at the old place, `<project>/.opencode/index`, is moved over once 
 nothing is re-embedded). A repository is untrusted: the move never follows a link, never touches anything
 outside the project and never deletes a user's file; when it cannot be done safely it is skipped with a
 warning and the engine keeps working. An explicit `--index-dir` and `"scope": "global"` are not affected.
+The user-cache place is chosen afresh on every start: a project that becomes writable again gets a new
+index in `.codebase-index` (the cached one is then unused).
 """
 
 from __future__ import annotations
