@@ -108,7 +108,7 @@ train-ranker: dev
 	$(PY) bench/train_ranker.py fit tests/fixtures/ranker/table.npz --out python/codebase_index/ranking/weights.json
 
 clean:
-	rm -rf $(VENV) .opencode/index build *.egg-info python/*.egg-info
+	rm -rf $(VENV) .codebase-index .opencode/index build *.egg-info python/*.egg-info
 
 # -- node: the OpenCode plugin (TypeScript) and its Node + end-to-end tests ------------------------------
 .PHONY: node

@@ -66,7 +66,7 @@ def test_search_builds_the_index_and_prints_json(project: Path) -> None:
     )
     assert (first["start_line"], first["end_line"]) == (1, 3)
     assert first["preview"].startswith("def check_credentials")
-    assert (project / ".opencode" / "index" / "codebase.db").exists()
+    assert (project / ".codebase-index" / "codebase.db").exists()
 
 
 def test_index_summary_status_and_root_from_env(project: Path) -> None:
@@ -105,7 +105,7 @@ def test_bad_usage_and_missing_root_are_clear(project: Path, tmp_path: Path) -> 
 
 
 def test_corrupt_index_is_reported_and_left_alone(project: Path) -> None:
-    index = project / ".opencode" / "index"
+    index = project / ".codebase-index"
     index.mkdir(parents=True)
     garbage = b"this is not a sqlite database" * 100
     (index / "codebase.db").write_bytes(garbage)

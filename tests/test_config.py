@@ -268,7 +268,7 @@ def test_index_dir_project_and_global(
     dirs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     root, _ = dirs
-    assert index_dir(root, Config()) == root.resolve() / ".opencode" / "index"
+    assert index_dir(root, Config()) == root.resolve() / ".codebase-index"
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     global_cfg = Config(scope="global")
     first = index_dir(root, global_cfg)

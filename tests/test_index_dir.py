@@ -18,12 +18,12 @@ def test_git_add_all_never_stages_the_index(tmp_path: Path) -> None:
     root.mkdir()
     git(root, "init", "-q")
     (root / "app.py").write_text("def main():\n    return 0\n")
-    engine = Engine(root)  # default index folder: <root>/.opencode/index
+    engine = Engine(root)  # default index folder: <root>/.codebase-index
     try:
         engine.index()
     finally:
         engine.close()
-    index = root / ".opencode" / "index"
+    index = root / ".codebase-index"
     assert (index / "codebase.db").exists()
     assert (index / ".gitignore").read_text() == GITIGNORE_TEXT
     git(root, "add", "-A")

@@ -200,7 +200,7 @@ def test_published_collection_answers_like_the_local_indexes(
             remote[query] = payload["results"]
     finally:
         os.environ["CODEBASE_INDEX_REGISTRY"] = env_registry
-    assert not (client / ".opencode" / "index").exists()  # answered from the collection, nothing indexed
+    assert not (client / ".codebase-index").exists()  # answered from the collection, nothing indexed
     for query in QUERIES:
         assert top(remote[query]) == top(local_search(alpha, query)), query
     assert remote["refreshToken"][0]["symbol"] == "refreshToken"

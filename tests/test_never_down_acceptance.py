@@ -53,5 +53,7 @@ def test_every_kind_of_file_indexes_and_is_searchable(tmp_path: Path) -> None:
     assert hybrid.returncode == 0 and json.loads(hybrid.stdout)["results"][0]["path"] == "prices.csv"
     git(root, "add", "-A")
     assert not [
-        p for p in git(root, "diff", "--cached", "--name-only").split() if p.startswith(".opencode/index")
+        p
+        for p in git(root, "diff", "--cached", "--name-only").split()
+        if p.startswith((".codebase-index", ".opencode/index"))
     ]

@@ -266,7 +266,7 @@ def test_sensitive_folder_relations(tmp_path: Path) -> None:
 
 
 def test_a_committed_index_cannot_name_knowledge_bases(tmp_path: Path) -> None:
-    """An index can come with the repository (`.opencode/index` force-added): the list of added knowledge
+    """An index can come with the repository (`.codebase-index` force-added): the list of added knowledge
     bases an older version kept inside it would have indexed the user's other projects."""
     other = tmp_path / "other-project"
     other.mkdir()
@@ -292,11 +292,11 @@ def test_a_committed_index_cannot_name_knowledge_bases(tmp_path: Path) -> None:
 
 def test_an_index_folder_linked_out_of_the_project_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "cloned"
-    (root / ".opencode").mkdir(parents=True)
+    root.mkdir(parents=True)
     (root / "app.py").write_text("def main():\n    return 0\n")
     elsewhere = tmp_path / "victim-folder"
     elsewhere.mkdir()
-    (root / ".opencode" / "index").symlink_to(elsewhere)
+    (root / ".codebase-index").symlink_to(elsewhere)
     with pytest.raises(ConfigError, match="leads outside the project"):
         Engine(root, workers=1)
     assert cli.main(["index", str(root), "--keyword-only"]) == 1

@@ -399,7 +399,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 def _add_root_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", help="project root")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.codebase-index)")
 
 
 def add_common_arguments(p: argparse.ArgumentParser) -> None:

@@ -33,6 +33,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from .embeddings import BUILTIN_MODELS
+from .index_home import IndexHomeError, project_index_dir
 from .jsonc import ConfigError, strip_jsonc
 from .patterns import DEFAULT_INCLUDE
 from .trust import TrustError, is_trusted, read_project_file, sensitive_folder
@@ -638,17 +639,14 @@ def _check_combination(config: Config, where: str) -> None:
 
 
 def index_dir(root: Path | str, config: Config) -> Path:
-    """Where the index for `root` lives: inside the project, or per project under the XDG data folder."""
+    """Where the index for `root` lives: inside the project (the user cache if it is read-only), or per
+    project under the XDG data folder."""
     root = Path(root).resolve()
-    if config.scope == "project":
-        path = root / ".opencode" / "index"
-        real = Path(os.path.realpath(path))
-        if not _inside(real, root):  # a repository's link: the index would be written wherever it points
-            raise ConfigError(
-                f"refused: .opencode/index leads outside the project (to {real}); the index is written only "
-                'inside it: remove the link, or set "scope": "global" in your own configuration'
-            )
-        return path
+    if config.scope == "project":  # <root>/.codebase-index, or the user cache (`index_home`)
+        try:
+            return project_index_dir(root)
+        except IndexHomeError as exc:
+            raise ConfigError(str(exc)) from exc
     xdg = os.environ.get("XDG_DATA_HOME")
     data = Path(xdg) if xdg else Path.home() / ".local" / "share"
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]

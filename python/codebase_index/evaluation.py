@@ -481,7 +481,7 @@ def add_eval_parser(sub: Any) -> None:
     p = sub.add_parser("eval", help="score search quality on a golden set (in-process)")
     p.add_argument("golden", help="golden-set JSON: [{query, relevant, secondary?, category?}, ...]")
     p.add_argument("--root", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
-    p.add_argument("--index-dir", help="where the index lives (default: <root>/.opencode/index)")
+    p.add_argument("--index-dir", help="where the index lives (default: <root>/.codebase-index)")
     p.add_argument("--mode", choices=["keyword", "semantic", "hybrid"], default=None, help="retrieval mode")
     p.add_argument("--no-index", action="store_true", help="do not bring the index up to date first")
     p.add_argument("--out", help="save the run (JSON) here")

@@ -188,6 +188,7 @@ PROJECT_MARKERS: tuple[str, ...] = (
     "Makefile",
     "CMakeLists.txt",
     ".opencode",
+    ".codebase-index",
     ".hg",
     ".svn",
 )

@@ -223,7 +223,7 @@ def add_mcp_parser(sub: Any) -> None:
     """Register `mcp` on the CLI's sub-command parser."""
     p = sub.add_parser("mcp", help="serve the search tools over MCP on stdin/stdout")
     p.add_argument("--project", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
-    p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.opencode/index)")
+    p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.codebase-index)")
     p.add_argument(
         "--config",
         help="a codebase-index.json (JSONC) layered over the global and project files; its keys win",

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .index_home import INDEX_DIR_NAME, LEGACY_PARTS
 from .locks import file_lock
 from .private_files import make_private_dir, replace_private
 
@@ -79,9 +80,20 @@ def _alive(entry: RepoEntry) -> bool:
     return (Path(entry.index_dir) / "codebase.db").is_file()
 
 
+def _moved(entry: RepoEntry) -> RepoEntry:
+    """An entry recorded at the old default place, `<root>/.opencode/index`, whose index was moved to
+    `<root>/.codebase-index` (`index_home`): the new place, so the repository stays listed."""
+    root = Path(entry.root)
+    new = root / INDEX_DIR_NAME
+    legacy = entry.index_dir == str(root.joinpath(*LEGACY_PARTS))
+    if legacy and not _alive(entry) and (new / "codebase.db").is_file():
+        return msgspec.structs.replace(entry, index_dir=str(new))
+    return entry
+
+
 def list_repos() -> list[RepoEntry]:
     """Registered repositories whose index still exists, by name."""
-    return sorted((e for e in _read(registry_path()) if _alive(e)), key=lambda e: e.name)
+    return sorted((e for e in map(_moved, _read(registry_path())) if _alive(e)), key=lambda e: e.name)
 
 
 def register(root: Path, index_dir: Path, branch: str) -> RepoEntry:

@@ -470,7 +470,7 @@ def add_serve_parser(sub: Any) -> None:
 
 def _add_serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--project", help="project root (default: $CODEBASE_INDEX_ROOT or .)")
-    p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.opencode/index)")
+    p.add_argument("--index-dir", help="where the index lives (default: from config, <root>/.codebase-index)")
     p.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],

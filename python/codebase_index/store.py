@@ -80,7 +80,7 @@ _CHUNK_ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
 
 def _connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    # The database may have come with the repository (a force-added .opencode/index): defensive mode
+    # The database may have come with the repository (a force-added .codebase-index): defensive mode
     # (where Python exposes it: 3.12+) keeps writes off SQLite's own schema tables. trusted_schema stays
     # on: our literal index's triggers write its FTS5 table, which SQLite then calls unsafe; Python's
     # sqlite3 loads no extension, so a schema's SQL reaches no function outside the database.

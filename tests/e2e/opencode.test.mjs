@@ -78,16 +78,16 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
     llm = await startFakeLlm(script);
     const home = tempDir(scope, "cbi-e2e-home-");
     project = tempDir(scope, "cbi-e2e-project-");
-    const indexDir = path.join(tempDir(scope, "cbi-e2e-index-"), "index");
     writeSampleProject(project);
     execFileSync("git", ["init", "-q", "-b", "main"], { cwd: project });
-    // No `.opencode/` in the project: OpenCode would npm-install into it at start-up (slow offline).
+    // No `.opencode/` in the project: OpenCode would npm-install into it at start-up (slow offline). The
+    // index goes to its default place, `<project>/.codebase-index/`, which must not make one either.
     writeFileSync(
       path.join(project, "opencode.json"),
       JSON.stringify(
         {
           $schema: "https://opencode.ai/config.json",
-          plugin: [[PLUGIN, { pythonPath: VENV_PYTHON, serveArgs: ["--index-dir", indexDir] }]],
+          plugin: [[PLUGIN, { pythonPath: VENV_PYTHON }]],
           provider: {
             fake: {
               npm: "@ai-sdk/openai-compatible",
@@ -174,6 +174,17 @@ describe("OpenCode end to end", { skip: !ready && "needs npm ci and make install
     assert.equal(out.code, 0, out.stderr.slice(-3000));
     assert.match(out.stdout, /render\.ts/);
     assert.match(out.stdout, /renderBanner/);
+  });
+
+  test("after all the runs the index is in .codebase-index and OpenCode installed nothing in the project", () => {
+    assert.ok(existsSync(path.join(project, ".codebase-index", "codebase.db")), "the index is in <project>/.codebase-index");
+    assert.ok(existsSync(path.join(project, ".codebase-index", ".gitignore")), "with its own .gitignore");
+    for (const made of ["node_modules", "package.json", "package-lock.json", "bun.lock", "bun.lockb"]) {
+      assert.ok(!existsSync(path.join(project, ".opencode", made)), `.opencode/${made} appeared`);
+    }
+    assert.ok(!existsSync(path.join(project, ".opencode")), "nothing of ours under .opencode/");
+    const untracked = execFileSync("git", ["status", "--porcelain", "--untracked-files=all"], { cwd: project, encoding: "utf8" });
+    assert.doesNotMatch(untracked, /\.codebase-index/, untracked);
   });
 });
 

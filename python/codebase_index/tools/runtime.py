@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("codebase_index.tools")
 
 EMBED_PROGRESS_INTERVAL = 0.5  # seconds between two background "embed" progress notifications
-DEFAULT_INDEX_SUBDIR = (".opencode", "index")
+DEFAULT_INDEX_SUBDIR = (".codebase-index",)  # index_home.INDEX_DIR_NAME; used when the config is unreadable
 
 # -- call context: progress and cancellation from the transport ---------------------------------------
 
@@ -152,7 +152,7 @@ class LogBuffer(logging.Handler):
 
 
 def default_index_dir(root: Path, index_dir: Path | None = None) -> tuple[Path, str | None]:
-    """Where the index lives: the explicit path, else the config's, else <root>/.opencode/index.
+    """Where the index lives: the explicit path, else the config's (default <root>/.codebase-index).
 
     Returns the path and a config error message, if the config could not be read (the sidecar still
     starts so it can tell the agent what is wrong).
