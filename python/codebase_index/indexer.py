@@ -91,6 +91,19 @@ class _WriteOutcome(msgspec.Struct):
     vectors_added: int = 0  # chunks the pass model embedded beside chunking
 
 
+def file_rules(root: Path, config: Config) -> discovery.FileRules:
+    """The discovery rules a configuration asks for: what an index run, an estimate and a first-search
+    file count all walk, so they agree on which files count."""
+    return discovery.FileRules(
+        root,
+        include=config.include or None,
+        additional_include=config.additional_include,
+        exclude=config.exclude,
+        max_file_size=config.indexing.max_file_size,
+        include_secrets=config.include_secrets,
+    )
+
+
 class Indexer:
     """Brings one catalog (a branch, or a knowledge base) in the store up to date with the files under
     `root`. Keep one instance per root: it remembers the last walk and skip decisions so that a re-index
@@ -136,15 +149,7 @@ class Indexer:
         )
 
     def _new_rules(self) -> discovery.FileRules:
-        cfg = self.config
-        return discovery.FileRules(
-            self.root,
-            include=cfg.include or None,
-            additional_include=cfg.additional_include,
-            exclude=cfg.exclude,
-            max_file_size=cfg.indexing.max_file_size,
-            include_secrets=cfg.include_secrets,
-        )
+        return file_rules(self.root, self.config)
 
     def discover(self) -> discovery.DiscoveryResult:
         """The files to index: a stat-only re-check of the last walk when that is provably enough."""

@@ -164,15 +164,9 @@ def estimate(
     characters, `embedder.pending_by_path`)."""
     from . import files as discovery
     from .chunking import chunk_text, language_for_path
+    from .indexer import file_rules
 
-    rules = discovery.FileRules(
-        root,
-        include=config.include or None,
-        additional_include=config.additional_include,
-        exclude=config.exclude,
-        max_file_size=config.indexing.max_file_size,
-        include_secrets=config.include_secrets,
-    )
+    rules = file_rules(root, config)
     found = rules.walk()
     skipped = Counter(s.reason for s in found.skipped)
     existing = store.file_stats(branch) if store is not None else {}

@@ -73,18 +73,9 @@ def ensure_indexed(rt: Runtime, call: CallContext) -> str | None:
 
 def _files_to_index(engine: Engine) -> int:
     """How many files an index run would read: a directory walk, nothing is opened."""
-    from ..files import FileRules
+    from ..indexer import file_rules
 
-    config = engine.config
-    rules = FileRules(
-        engine.root,
-        include=config.include or None,
-        additional_include=config.additional_include,
-        exclude=config.exclude,
-        max_file_size=config.indexing.max_file_size,
-        include_secrets=config.include_secrets,
-    )
-    return len(rules.walk().files)
+    return len(file_rules(engine.root, engine.config).walk().files)
 
 
 def _index_now(rt: Runtime, call: CallContext) -> None:
