@@ -145,6 +145,22 @@ def test_the_move_refuses_links_and_files(tmp_path: Path) -> None:
     assert (outside / "index" / "codebase.db").is_file()
 
 
+def test_files_a_repository_commits_under_opencode_index_stay_where_they_are(tmp_path: Path) -> None:
+    """A real `.opencode/index` folder without the `.gitignore` every index folder gets is the repository's
+    own (tracked) files: moving them would change the user's checkout."""
+    from git_repo import GitRepo, git
+
+    root = tmp_path / "cloned"
+    GitRepo(root).commit(
+        "ship an index folder", {"app.py": "def f():\n    pass\n", ".opencode/index/notes.md": "ours\n"}
+    )
+    engine = Engine(root, workers=1)
+    engine.close()
+    assert engine.index_dir == root.resolve() / ".codebase-index"
+    assert (root / ".opencode" / "index" / "notes.md").read_text() == "ours\n"
+    assert git(root, "status", "--porcelain").strip() == ""
+
+
 def test_a_codebase_index_link_out_of_the_project_is_refused(tmp_path: Path) -> None:
     root = project(tmp_path / "cloned")
     elsewhere = tmp_path / "victim-folder"

@@ -23,6 +23,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .index_dir import GITIGNORE, GITIGNORE_TEXT
+
 log = logging.getLogger("codebase_index.index_home")
 
 INDEX_DIR_NAME = ".codebase-index"
@@ -126,7 +128,22 @@ def _unsafe(old: Path) -> str | None:
         return "not a folder"
     if not os.access(old, os.R_OK | os.X_OK):
         return "unreadable"
+    if not _ours(old):
+        return "not an index folder this engine made (no .gitignore of its own)"
     return None
+
+
+def _ours(old: Path) -> bool:
+    """Whether `old` carries the `.gitignore` every index folder gets (index_dir.GITIGNORE_TEXT): files a
+    repository commits under `.opencode/index` are tracked, and moving them would change the checkout."""
+    try:
+        fd = os.open(old / GITIGNORE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return os.read(fd, len(GITIGNORE_TEXT) + 1) == GITIGNORE_TEXT.encode()
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
