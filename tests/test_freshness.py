@@ -36,6 +36,20 @@ def test_head_commit_reads_loose_packed_and_detached_heads(repo: GitRepo) -> Non
     assert head_commit(repo.path.parent) is None  # not a checkout
 
 
+def test_a_crafted_head_never_reads_outside_the_git_folder_or_echoes_what_it_holds(
+    repo: GitRepo, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("hunter2-not-a-commit\n")
+    head = repo.path / ".git" / "HEAD"
+    head.write_text(f"ref: refs/heads/../../../../{os.path.relpath(secret, repo.path / '.git')}\n")
+    assert head_commit(repo.path) is None
+    head.write_text(f"ref: {secret}\n")  # an absolute "ref"
+    assert head_commit(repo.path) is None
+    head.write_text("hunter2 detached\n")  # detached HEAD holding no commit id
+    assert head_commit(repo.path) is None
+
+
 @pytest.mark.parametrize("tool", ["codebase_search", "codebase_peek", "codebase_context"])
 def test_a_current_answer_names_branch_and_commit(repo: GitRepo, tmp_path: Path, tool: str) -> None:
     sha = git(repo.path, "rev-parse", "HEAD")

@@ -6,6 +6,7 @@ switch or a pull are what users of every peer tool complain about most.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -13,6 +14,8 @@ import msgspec
 from .bounded_read import read_small
 from .git import common_dir, git_dir
 
+_REF = re.compile(r"refs/[A-Za-z0-9._/+@-]{1,240}")
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 HEAD_META = "head:"  # meta key prefix: `head:<catalog>` = the commit its last full run indexed
 SHORT = 10
 
@@ -37,19 +40,26 @@ def head_commit(root: Path) -> str | None:
         return None
     head = (read_small(gdir / "HEAD", follow=True) or "").strip()
     if not head.startswith("ref:"):
-        return head or None  # detached: HEAD holds the commit itself
+        return _commit_id(head)  # detached: HEAD holds the commit itself
     ref = head[len("ref:") :].strip()
+    if not _REF.fullmatch(ref) or ".." in ref:
+        return None  # not a ref git would write: never a path read outside the git folder
     common = common_dir(gdir)
     for folder in (gdir, common):
         loose = (read_small(folder / ref, follow=True) or "").strip()
         if loose:
-            return loose
+            return _commit_id(loose)
     packed = read_small(common / "packed-refs", follow=True) or ""
     for line in packed.splitlines():
         sha, _, name = line.partition(" ")
         if name.strip() == ref:
-            return sha
+            return _commit_id(sha)
     return None  # a branch with no commit yet
+
+
+def _commit_id(text: str) -> str | None:
+    """A commit id (SHA-1 or SHA-256 hex) or None: whatever else a git file holds is never echoed."""
+    return text if _COMMIT.fullmatch(text) else None
 
 
 def line(f: Freshness) -> str:
