@@ -241,3 +241,49 @@ def test_corruption_is_told_apart_from_other_sqlite_errors(tmp_path: Path) -> No
     with pytest.raises(sqlite3.OperationalError) as missing:
         conn.execute("SELECT * FROM nowhere")
     assert not is_corruption(missing.value)
+
+
+def test_an_index_made_by_a_newer_version_is_named_and_never_moved_or_rebuilt(tmp_path: Path) -> None:
+    """Issue 27: the health check used to call a newer version's index damaged, move it aside and rebuild it
+    at the old schema. Now every face says which version made it and nothing is moved, through the CLI and
+    the sidecar."""
+    import hashlib
+
+    from test_rpc import Sidecar
+
+    root = make_project(tmp_path / "proj", files=3)
+    index = tmp_path / "index"
+    engine = Engine(root, index_path=index, workers=1)
+    engine.index()
+    engine.close()
+    db = index / "codebase.db"
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT value FROM meta WHERE key='written_by'").fetchone() == ("0.1.0",)
+    conn.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    conn.execute("UPDATE meta SET value='9.0.0' WHERE key='written_by'")
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    before = sorted(p.name for p in index.iterdir())
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "codebase_index.cli", *args, "--index-dir", str(index), str(root)]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+    for args in (("repair",), ("status",), ("index", "--force")):
+        done = cli(*args)
+        assert done.returncode != 0, (args, done.stdout)
+        assert "made by a newer codebase-index (version 9.0.0, schema 99" in done.stderr, (args, done.stderr)
+        assert "nothing was moved or rebuilt" in done.stderr
+
+    sidecar = Sidecar(root, index)
+    try:
+        for method, params in (("health_check", {}), ("search", {"query": "handler payload"})):
+            answer = sidecar.call(method, params)
+            assert "made by a newer codebase-index" in answer["error"]["message"], (method, answer)
+    finally:
+        sidecar.close()
+    after = {p.name for p in index.iterdir()}
+    assert set(before) <= after and not any("broken" in name for name in after), after  # only new lock files
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest

@@ -26,7 +26,7 @@ import msgspec
 
 from . import literal_index
 from .locks import file_lock
-from .store import DB_NAME, LOCK_NAME, Store, StoreError
+from .store import DB_NAME, LOCK_NAME, NewerIndexError, Store, StoreError
 
 if TYPE_CHECKING:
     from .indexer import ProgressFn
@@ -318,6 +318,8 @@ def run(
     try:
         store = engine.store
         pages = check_pages(store.conn, full=full)
+    except NewerIndexError:
+        raise  # a newer version's index is not damaged: nothing here may move or rebuild it
     except StoreError as exc:  # the file would not even open
         pages = [str(exc.__cause__ or exc)]
         store = None

@@ -20,7 +20,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from . import literal_index
+from . import __version__, literal_index
 from .index_dir import make_index_dir
 from .models import ChunkSpan
 from .private_files import create_private, open_private
@@ -30,8 +30,17 @@ DB_NAME = "codebase.db"
 LOCK_NAME = "writer.lock"
 
 
+WRITTEN_BY_META = "written_by"
+"""The codebase-index version that created or last migrated the index."""
+
+
 class StoreError(Exception):
     """The index on disk cannot be used as it is; the message says why and what to do."""
+
+
+class NewerIndexError(StoreError):
+    """The index was made by a newer codebase-index: it is never migrated down, repaired or rebuilt (the
+    newer version still owns it); every face says which version made it."""
 
 
 class IndexLockedError(StoreError):
@@ -119,10 +128,13 @@ class Store:
                 "the embeddings it can still read."
             ) from exc
         if version > SCHEMA_VERSION:
+            made_by = cls._meta_value(conn, WRITTEN_BY_META)
             conn.close()
-            raise StoreError(
-                f"the index at {db_path} has schema version {version}, newer than this codebase-index "
-                f"understands ({SCHEMA_VERSION}); upgrade codebase-index"
+            made = f"version {made_by}, " if made_by else ""
+            raise NewerIndexError(
+                f"the index at {db_path} was made by a newer codebase-index ({made}schema {version}; this is "
+                f"version {__version__}, schema {SCHEMA_VERSION}): nothing was moved or rebuilt. Upgrade "
+                "codebase-index, or give this version its own folder with --index-dir"
             )
         store = cls(index_dir, conn)
         if version < SCHEMA_VERSION:
@@ -131,13 +143,18 @@ class Store:
             literal_index.ensure(store)
         return store
 
+    @classmethod
+    def _schema_version(cls, conn: sqlite3.Connection) -> int:
+        value = cls._meta_value(conn, "schema_version")
+        return int(value) if value else 0
+
     @staticmethod
-    def _schema_version(conn: sqlite3.Connection) -> int:
+    def _meta_value(conn: sqlite3.Connection, key: str) -> str | None:
         has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if not has_meta:
-            return 0
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return int(row[0]) if row else 0
+            return None
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return str(row[0]) if row else None
 
     def _migrate(self, from_version: int) -> None:
         with self.write_lock(), self.transaction():
@@ -145,6 +162,7 @@ class Store:
             for version in range(current, SCHEMA_VERSION):
                 MIGRATIONS[version](self.conn)
             self.set_meta("schema_version", str(SCHEMA_VERSION))
+            self.set_meta(WRITTEN_BY_META, __version__)  # what a newer index's refusal names, one day
 
     def close(self) -> None:
         self.conn.close()
