@@ -45,7 +45,7 @@ def test_a_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
         fresh.set_meta("schema_version", str(SCHEMA_VERSION + 1))
     fresh.close()
     before = (tmp_path / store_mod.DB_NAME).stat().st_size
-    with pytest.raises(StoreError, match="newer than this codebase-index"):
+    with pytest.raises(StoreError, match="made by a newer codebase-index"):
         Store.open(tmp_path)
     assert (tmp_path / store_mod.DB_NAME).stat().st_size == before
 

@@ -10,14 +10,14 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from .private_files import open_private
+from .private_files import open_lock
 
 
 @contextlib.contextmanager
 def file_lock(path: Path, *, wait: bool) -> Iterator[bool]:
     """Hold an exclusive flock on `path` (created if missing); yields False when `wait` is off and another
     holder has it."""
-    fd = open_private(path)  # 0600 whatever the umask
+    fd = open_lock(path)  # 0600 whatever the umask; read-only where it cannot be written
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -44,6 +44,15 @@ def open_private(path: Path, flags: int = os.O_RDWR) -> int:
     return os.open(path, flags | os.O_CREAT | _CLOEXEC, FILE_MODE)
 
 
+def open_lock(path: Path) -> int:
+    """A lock file's descriptor for `flock`: created 0600 when missing, else opened read-only where this
+    process may not write it (a read-only index folder: `flock` needs no write access)."""
+    try:
+        return open_private(path)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | _CLOEXEC)
+
+
 def create_private(path: Path) -> bool:
     """Create `path` empty and 0600 unless it exists (True when this call created it): a file another
     library then fills, such as a SQLite database."""

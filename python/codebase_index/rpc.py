@@ -29,7 +29,7 @@ import msgspec
 
 from . import __version__, tools
 from .index_dir import make_index_dir
-from .private_files import open_private
+from .private_files import open_lock, open_private
 from .tools import (
     CONFIG_ERROR,
     INTERNAL_ERROR,
@@ -61,9 +61,16 @@ class SidecarLockedError(Exception):
 
 def acquire_sidecar_lock(index_dir: Path) -> int:
     """Hold `<index_dir>/sidecar.lock` for the life of the process (the OS drops it if we die)."""
-    make_index_dir(index_dir)
     path = index_dir / LOCK_NAME
-    fd = open_private(path)
+    try:
+        make_index_dir(index_dir)
+        fd = open_lock(path)
+    except OSError as exc:
+        if not index_dir.is_dir() or os.access(index_dir, os.W_OK):
+            raise
+        # A read-only index folder without a lock file: nothing can index it, so nothing to serialise.
+        log.warning("cannot lock %s (%s): the read-only index is served without the sidecar lock", path, exc)
+        return -1
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -77,8 +84,9 @@ def acquire_sidecar_lock(index_dir: Path) -> int:
                 f"another codebase-index sidecar{who} already serves {index_dir}"
             ) from exc
         raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    with contextlib.suppress(OSError):  # a read-only lock file still locks; it just names no pid
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
     return fd
 
 
@@ -459,7 +467,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         return Sidecar(runtime, inp, out, workers=args.workers).serve()
     finally:
-        os.close(lock_fd)
+        if lock_fd >= 0:
+            os.close(lock_fd)
 
 
 def add_serve_parser(sub: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import sqlite3
 import time
@@ -30,6 +31,9 @@ DB_NAME = "codebase.db"
 LOCK_NAME = "writer.lock"
 
 
+log = logging.getLogger("codebase_index.store")
+_WARNED_READ_ONLY: set[str] = set()
+
 WRITTEN_BY_META = "written_by"
 """The codebase-index version that created or last migrated the index."""
 
@@ -41,6 +45,10 @@ class StoreError(Exception):
 class NewerIndexError(StoreError):
     """The index was made by a newer codebase-index: it is never migrated down, repaired or rebuilt (the
     newer version still owns it); every face says which version made it."""
+
+
+class ReadOnlyIndexError(StoreError):
+    """A write asked of an index this process cannot write (its folder or database is read-only)."""
 
 
 class IndexLockedError(StoreError):
@@ -87,8 +95,14 @@ _ROWS_PER_INSERT = 2000 if sqlite3.sqlite_version_info >= (3, 32) else 90
 _CHUNK_ROW = "(?,?,?,?,?,?,?,?,?,?,?)"
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+def _connect(path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+    if read_only:
+        # A folder this process cannot write: SQLite cannot make its -shm file there, so the file is
+        # opened as immutable (no locks, no WAL index); nothing can change it while it is read-only.
+        uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     # The database may have come with the repository (a force-added .codebase-index): defensive mode
     # (where Python exposes it: 3.12+) keeps writes off SQLite's own schema tables. trusted_schema stays
     # on: our literal index's triggers write its FTS5 table, which SQLite then calls unsafe; Python's
@@ -96,30 +110,42 @@ def _connect(path: Path) -> sqlite3.Connection:
     defensive = getattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE", None)
     if defensive is not None:
         conn.setconfig(defensive, True)  # type: ignore[attr-defined]
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
+    if not read_only:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=OFF")
     conn.execute("PRAGMA busy_timeout=30000")
     return conn
 
 
+def _read_only(index_dir: Path, db_path: Path) -> bool:
+    """An existing index this process may read but not write (folder or database file)."""
+    if not db_path.is_file():
+        return False
+    return not os.access(index_dir, os.W_OK | os.X_OK) or not os.access(db_path, os.W_OK)
+
+
 class Store:
     """One index database. Open with `Store.open(index_dir)`; writers must hold `writer_lock()`."""
 
-    def __init__(self, index_dir: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, index_dir: Path, conn: sqlite3.Connection, *, read_only: bool = False) -> None:
         self.index_dir = index_dir
         self.conn = conn
+        self.read_only = read_only
+        """Opened from a folder or file this process cannot write: searches answer, writes are refused."""
 
     @classmethod
     def open(cls, index_dir: Path, *, create: bool = True) -> Store:
         db_path = index_dir / DB_NAME
         if not db_path.exists() and not create:
             raise StoreError(f"no index at {index_dir} (run `codebase-index index` first)")
-        make_index_dir(index_dir)
+        read_only = _read_only(index_dir, db_path)
+        if not read_only:
+            make_index_dir(index_dir)
         try:
             with contextlib.suppress(OSError):  # a read-only folder: SQLite says so below
                 create_private(db_path)  # 0600, and SQLite gives its -wal and -shm files the same mode
-            conn = _connect(db_path)
+            conn = _connect(db_path, read_only=read_only)
             version = cls._schema_version(conn)
         except sqlite3.DatabaseError as exc:
             raise StoreError(
@@ -136,12 +162,27 @@ class Store:
                 f"version {__version__}, schema {SCHEMA_VERSION}): nothing was moved or rebuilt. Upgrade "
                 "codebase-index, or give this version its own folder with --index-dir"
             )
-        store = cls(index_dir, conn)
+        store = cls(index_dir, conn, read_only=read_only)
+        if read_only:
+            if version < SCHEMA_VERSION:
+                conn.close()
+                raise ReadOnlyIndexError(store.read_only_message("upgrading it to this version's schema"))
+            if str(index_dir) not in _WARNED_READ_ONLY:  # once per process, not per connection
+                _WARNED_READ_ONLY.add(str(index_dir))
+                log.warning("%s", store.read_only_message("indexing, embedding and repair"))
+            return store
         if version < SCHEMA_VERSION:
             store._migrate(version)
         with contextlib.suppress(IndexLockedError):  # a writer holds the lock: its run builds it
             literal_index.ensure(store)
         return store
+
+    def read_only_message(self, refused: str) -> str:
+        return (
+            f"the index folder {self.index_dir} is read-only for this process: searches answer from it as it "
+            f"is; {refused} need write access (make the folder and its files writable, or give "
+            "--index-dir a writable folder)"
+        )
 
     @classmethod
     def _schema_version(cls, conn: sqlite3.Connection) -> int:
@@ -175,6 +216,8 @@ class Store:
 
         `timeout=None` waits as long as it takes; otherwise IndexLockedError after `timeout` seconds.
         """
+        if self.read_only:
+            raise ReadOnlyIndexError(self.read_only_message("indexing, embedding and repair"))
         lock_path = self.index_dir / LOCK_NAME
         fd = open_private(lock_path)
         try:

@@ -102,6 +102,10 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
 
     if not (rt.index_dir / "codebase.db").exists():
         raise NotIndexed("there is no index to check yet; call index_codebase first")
+    with rt.read_lock:
+        read_only = rt.reader().store.read_only
+    if read_only:
+        return _health_check_only(rt, "repairs skipped: the index folder is read-only for this process")
     if not rt.index_lock.acquire(blocking=False):
         return _health_check_only(rt)
     held_reads = False
@@ -148,8 +152,11 @@ def handle_health_check(rt: Runtime, p: HealthCheckParams, call: CallContext) ->
     return ToolResult(format_health(data), data)
 
 
-def _health_check_only(rt: Runtime) -> ToolResult:
-    """While an index run holds the index: SQLite's page check only, repairs left for later."""
+def _health_check_only(
+    rt: Runtime,
+    note: str = "repairs skipped: an index run is in progress (call index_health_check again after it)",
+) -> ToolResult:
+    """While an index run holds the index (or it cannot be written): SQLite's page check only."""
     from ..format import format_health
     from ..repair import check_pages
 
@@ -171,7 +178,7 @@ def _health_check_only(rt: Runtime) -> ToolResult:
         "vectors": None,
         "branch": branch,
         **counts,
-        "note": "repairs skipped: an index run is in progress (call index_health_check again after it)",
+        "note": note,
     }
     return ToolResult(format_health(data), data)
 
