@@ -13,6 +13,7 @@ import errno
 import fcntl
 import logging
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -34,6 +35,7 @@ LOCK_NAME = "writer.lock"
 log = logging.getLogger("codebase_index.store")
 _WARNED_READ_ONLY: set[str] = set()
 
+SQLITE_FULL = 13  # SQLite's result code for "database or disk is full"
 WRITTEN_BY_META = "written_by"
 """The codebase-index version that created or last migrated the index."""
 
@@ -49,6 +51,15 @@ class NewerIndexError(StoreError):
 
 class ReadOnlyIndexError(StoreError):
     """A write asked of an index this process cannot write (its folder or database is read-only)."""
+
+
+class DiskFullError(StoreError):
+    """A write stopped because the disk (or SQLite's size limit) is full; committed data is intact."""
+
+
+def _disk_full(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+    return code == SQLITE_FULL if code is not None else "database or disk is full" in str(exc)
 
 
 class IndexLockedError(StoreError):
@@ -246,10 +257,26 @@ class Store:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
+            self.conn.execute("COMMIT")
+        except BaseException as exc:
+            # SQLite has already rolled back after some errors (a full disk): a second ROLLBACK would
+            # replace the real error by "cannot rollback - no transaction is active".
+            if self.conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error) and _disk_full(exc):
+                raise DiskFullError(self._disk_full_message()) from exc
             raise
-        self.conn.execute("COMMIT")
+
+    def _disk_full_message(self) -> str:
+        try:
+            free = f"{shutil.disk_usage(self.index_dir).free / 1_048_576:.1f} MiB free"
+        except OSError:
+            free = "free space unknown"
+        return (
+            f"the disk holding the index ({self.index_dir}, {free}) is full: this write was undone and "
+            "everything committed before it is kept and searchable; free some space and run the index again"
+        )
 
     # -- meta ---------------------------------------------------------------------------------------
 

@@ -257,11 +257,11 @@ def decode_params(spec: ToolSpec, raw: Any) -> Any:
 def engine_error(exc: Exception) -> ToolError | None:
     """The engine's expected failures as protocol errors (anything else is an internal error)."""
     from ..config import ConfigError
-    from ..store import IndexLockedError, ReadOnlyIndexError, StoreError
+    from ..store import DiskFullError, IndexLockedError, ReadOnlyIndexError, StoreError
 
     if isinstance(exc, IndexLockedError):
         return IndexBusy(str(exc))
-    if isinstance(exc, ReadOnlyIndexError):
+    if isinstance(exc, ReadOnlyIndexError | DiskFullError):
         return ConfigProblem(str(exc))  # it says what still works: searches
     if isinstance(exc, sqlite3.DatabaseError):
         from ..repair import index_error
