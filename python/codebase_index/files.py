@@ -22,6 +22,10 @@ Decisions worth knowing (the rules themselves, one path at a time, are in `patte
   the content markers after reading).
 * A file that matches no include pattern is reported "unsupported" even when an ignore rule would also
   match it: that check is cheaper and comes first.
+* An ignore line git cannot use (`!`, a lone `\\`) is dropped as git drops it, and an ignore file that
+  cannot be read applies no patterns; each is reported once per walk as reason "invalid-ignore" with
+  the path `file:line` (`file:*` for a whole file), so `status` counts them and `index --verbose` names
+  them.
 * Symlinks are never followed, so the walk cannot leave the root or loop. A symlink to a file inside the
   root is skipped ("ignored") because its target is indexed under its own path; links to folders, links
   leaving the root, broken links and link loops are reported too.
@@ -160,6 +164,8 @@ class FileRules:
         generated_suffixes = MINIFIED_SUFFIXES + generated.STUB_SUFFIXES
         base_chain = ignore.base_chain
         stack: list[tuple[str, str, Chain]] = [(self.root, "", base_chain)]
+        for where, note in ignore.problems("."):
+            skipped.append(SkippedFile(where, "invalid-ignore", note))
         while stack:
             abs_dir, rel_dir, parent_chain = stack.pop()
             try:
@@ -172,6 +178,8 @@ class FileRules:
                 visited_dirs.append(rel_dir)
             names = frozenset(e.name for e in entries)
             chain = ignore.chain_for(parent_chain, rel_dir, names)
+            for where, note in ignore.problems(rel_dir):
+                skipped.append(SkippedFile(where, "invalid-ignore", note))
             has_rules = bool(chain) or exclude is not None
             prefix = rel_dir + "/" if rel_dir else ""
             for entry in entries:
