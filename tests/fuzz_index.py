@@ -10,8 +10,13 @@ them, every file indexed or skipped with a reason. Discovery's always-skipped fo
 name is included (`include: ["**/*"]`, which as a pattern of the user's own also brings generated files
 back: they are chunked too, so "generated" does not appear in the counts).
 
-    make fuzz                                  # site-packages + node_modules, the full run
+    make fuzz                                  # site-packages + node_modules + a hostile tree, the full run
     .venv/bin/python tests/fuzz_index.py PATH  # any trees
+
+`hostile_tree` generates what no package holds but a clone can (issue 27): file and folder names that are
+not UTF-8, hold control characters or newlines, are 255 bytes long or nest past PATH_MAX, and ignore files
+with lines git drops (`!`, a lone `\\`), bytes that are not UTF-8, very long lines, or that are too
+large to read.
 `tests/test_fuzz.py` runs a bounded sample of a few hundred files of mixed formats in `make test`.
 """
 
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import sys
 import sysconfig
@@ -160,6 +166,96 @@ def sample_tree(sources: Sequence[Path], dest: Path, count: int) -> int:
     return copied
 
 
+_ODD_BYTES = (
+    [bytes([b]) for b in range(1, 32)]  # control characters, newline and escape among them
+    + [b"\x7f", b"\x80", b"\xbf", b"\xc3", b"\xe2\x80", b"\xed\xa0\x80", b"\xfe", b"\xff"]  # not UTF-8
+    + ["\u2028".encode(), "\u202e".encode(), "é".encode(), "\U0001f600".encode(), b"\\", b" ", b"."]
+)
+_IGNORE_LINES = (
+    b"!",
+    b"\\",
+    b"!\\",
+    b"[",
+    b"[]",
+    b"[!]",
+    b"***",
+    b"**/",
+    b"/",
+    b"\\ ",
+    b"#!",
+    b"*.py",
+    b"!keep*.py",
+    b"\xff\xfe\x00bad",
+    b"\xc3(",
+)
+
+
+def _odd_name(rng: random.Random, limit: int = 255) -> bytes:
+    """One file or folder name of 1..`limit` bytes mixing odd bytes into plain letters (never `/` or NUL,
+    never `.` or `..`)."""
+    parts = [
+        rng.choice(_ODD_BYTES) if rng.random() < 0.3 else b"abcxyz"[rng.randrange(6) :] for _ in range(8)
+    ]
+    name = b"".join(parts) * rng.choice((1, 1, 1, 40))
+    name = name[: rng.randint(1, limit)] + rng.choice((b"", b".py", b".md", b".json"))
+    name = name[-limit:]
+    return b"f" + name[1:] if name in (b".", b"..") or not name else name
+
+
+def _write_at(dir_fd: int, name: bytes, data: bytes) -> None:
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=dir_fd)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def hostile_tree(dest: Path, *, seed: int = 27, files: int = 200) -> int:
+    """Write `files` files with generated odd names (some in odd folders, some nested past PATH_MAX) and
+    a hostile ignore file in every folder into `dest`; returns how many files were written. Made with
+    folder descriptors, so paths longer than the OS accepts in one call are made too."""
+    rng = random.Random(seed)
+    dest.mkdir(parents=True, exist_ok=True)
+    root_fd = os.open(dest, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    written = 0
+    try:
+        folders = [(root_fd, 0)]
+        for i in range(files):
+            dir_fd, depth = folders[rng.randrange(len(folders))]
+            name = _odd_name(rng)
+            try:
+                if rng.random() < 0.1 and depth < 24:
+                    os.mkdir(name, dir_fd=dir_fd)
+                    sub = os.open(name, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=dir_fd)
+                    folders.append((sub, depth + 1))
+                    lines = [rng.choice(_IGNORE_LINES) for _ in range(rng.randint(1, 6))]
+                    if rng.random() < 0.2:
+                        lines.append(b"*" + rng.choice(_ODD_BYTES) * 5000)  # a very long line
+                    _write_at(sub, b".gitignore", b"\n".join(lines) + b"\n")
+                    continue
+                body = f"def generated_{i}():\n    return {i}\n".encode()
+                _write_at(dir_fd, name, body)
+                written += 1
+            except FileExistsError:
+                continue
+        deep_fd, _ = folders[0]
+        deep = os.dup(deep_fd)
+        for _ in range(20):  # 20 x 250 bytes: past PATH_MAX (4096)
+            os.mkdir(b"d" * 250, dir_fd=deep)
+            nxt = os.open(b"d" * 250, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0), dir_fd=deep)
+            os.close(deep)
+            deep = nxt
+        _write_at(deep, b"deep.py", b"def deepest():\n    return 0\n")
+        os.close(deep)
+        _write_at(root_fd, b".gitignore", b"!\n\\\n" + b"#" * (5 * 1_048_576))  # too large to read
+        written += 1
+        for fd, _ in folders[1:]:
+            os.close(fd)
+    finally:
+        os.close(root_fd)
+    return written
+
+
 def default_trees(project: Path) -> list[Path]:
     site = Path(sysconfig.get_paths()["purelib"])
     return [p for p in (site, project / "node_modules") if p.is_dir()]
@@ -178,7 +274,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not trees:
         print("nothing to fuzz: no site-packages or node_modules found", file=sys.stderr)
         return 2
-    report = fuzz(trees, workers=args.workers, say=True, include=args.include or EVERY_FILE)
+    with tempfile.TemporaryDirectory(prefix="codebase-index-hostile-") as hostile:
+        if not args.trees:
+            hostile_tree(Path(hostile) / "hostile" / "names", files=2000)
+            trees.append(Path(hostile) / "hostile")
+        report = fuzz(trees, workers=args.workers, say=True, include=args.include or EVERY_FILE)
     data = report.as_dict()
     data["trees"] = [str(t) for t in trees]
     text = json.dumps(data, indent=2)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codebase_index import processing
-from fuzz_index import default_trees, fuzz, sample_tree
+from fuzz_index import default_trees, fuzz, hostile_tree, sample_tree
 
 SAMPLE_FILES = 300
 
@@ -34,3 +34,15 @@ def test_a_sample_of_real_files_never_aborts_a_run(
     assert report.seen == copied
     assert len(report.errors) == report.skipped.get("error", 0)
     assert all(": " in e for e in report.errors)
+
+
+def test_hostile_names_and_ignore_files_never_abort_a_run(tmp_path: Path) -> None:
+    """Generated names (not UTF-8, control characters, 255 bytes, nested past PATH_MAX) and hostile ignore
+    files (lines git drops, bytes that are not UTF-8, too large to read) through the real pipeline."""
+    written = hostile_tree(tmp_path / "hostile" / "names", files=300)
+    assert written > 200
+    report = fuzz([tmp_path / "hostile"], workers=1)
+    print(report.as_dict())
+    assert report.aborted == []
+    assert report.files > 0
+    assert report.skipped["unreadable-name"] > 0 and report.skipped["invalid-ignore"] > 0

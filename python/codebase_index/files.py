@@ -22,6 +22,10 @@ Decisions worth knowing (the rules themselves, one path at a time, are in `patte
   the content markers after reading).
 * A file that matches no include pattern is reported "unsupported" even when an ignore rule would also
   match it: that check is cheaper and comes first.
+* An ignore line git cannot use (`!`, a lone `\\`) is dropped as git drops it, and an ignore file that
+  cannot be read applies no patterns; each is reported once per walk as reason "invalid-ignore" with
+  the path `file:line` (`file:*` for a whole file), so `status` counts them and `index --verbose` names
+  them.
 * Symlinks are never followed, so the walk cannot leave the root or loop. A symlink to a file inside the
   root is skipped ("ignored") because its target is indexed under its own path; links to folders, links
   leaving the root, broken links and link loops are reported too.
@@ -160,6 +164,8 @@ class FileRules:
         generated_suffixes = MINIFIED_SUFFIXES + generated.STUB_SUFFIXES
         base_chain = ignore.base_chain
         stack: list[tuple[str, str, Chain]] = [(self.root, "", base_chain)]
+        for where, note in ignore.problems("."):
+            skipped.append(SkippedFile(where, "invalid-ignore", note))
         while stack:
             abs_dir, rel_dir, parent_chain = stack.pop()
             try:
@@ -172,12 +178,17 @@ class FileRules:
                 visited_dirs.append(rel_dir)
             names = frozenset(e.name for e in entries)
             chain = ignore.chain_for(parent_chain, rel_dir, names)
+            for where, note in ignore.problems(rel_dir):
+                skipped.append(SkippedFile(where, "invalid-ignore", note))
             has_rules = bool(chain) or exclude is not None
             prefix = rel_dir + "/" if rel_dir else ""
             for entry in entries:
                 # The hot loop: plain files take only set lookups, one regex and one stat.
                 name = entry.name
                 rel = prefix + name
+                if not name.isascii() and not is_text_name(name):
+                    skipped.append(_unreadable_name(rel, entry))
+                    continue
                 try:
                     is_link = entry.is_symlink()
                     is_dir = not is_link and entry.is_dir(follow_symlinks=False)
@@ -238,6 +249,11 @@ class FileRules:
         rel = rel_path.replace(os.sep, "/").strip("/")
         if not walkable(self.root, rel):
             return None
+        if not is_text_name(rel):
+            # Inside a folder whose name is not UTF-8: the walk reports the folder, never its files.
+            if not is_text_name(rel.rpartition("/")[0]) or not os.path.lexists(os.path.join(self.root, rel)):
+                return None
+            return SkippedFile(escaped_name(rel), "unreadable-name", UNREADABLE_NAME)
         abs_path = os.path.join(self.root, rel)
         try:
             st = os.lstat(abs_path)
@@ -268,6 +284,43 @@ class FileRules:
         if rejected is not None:
             return rejected
         return DiscoveredFile(rel, abs_path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+UNREADABLE_NAME = "name is not valid UTF-8 (shown escaped)"
+
+
+def is_text_name(path: str) -> bool:
+    """Whether a name (or path) as Python reads it from the OS is text that SQLite, JSON and the plugin
+    can carry: a byte that is not UTF-8 comes back from the OS as a lone surrogate, which none of them
+    can encode.
+
+    Such a file is skipped with reason "unreadable-name", not kept: keeping it would need a second path
+    encoding in every table, every JSON face and the watcher (all of which hold paths as text and would
+    otherwise raise UnicodeEncodeError, aborting the run), for a file no editor or agent can name. The
+    skipped row holds `escaped_name`, so `status` and `index --verbose` show what was left out and
+    where. Control characters and newlines are valid UTF-8: such files are indexed and every face shows
+    them escaped (`display.shown_path`)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escaped_name(path: str) -> str:
+    """A path that is not UTF-8 as text: each undecodable byte as `\\xNN` (`notes\\xff.bin`)."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _unreadable_name(rel: str, entry: os.DirEntry[str]) -> SkippedFile:
+    try:
+        folder = entry.is_dir(follow_symlinks=False)
+    except OSError:
+        folder = False
+    detail = f"{'folder ' if folder else ''}{UNREADABLE_NAME}"
+    return SkippedFile(
+        escaped_name(rel), "unreadable-name", detail + ("; nothing inside indexed" if folder else "")
+    )
 
 
 def walkable(root: str, rel: str) -> bool:

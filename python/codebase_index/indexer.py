@@ -428,6 +428,12 @@ class Indexer:
                 touched: set[str] = set()
                 before: dict[str, tuple[int, int, int, str, str]] = {}
                 for rel in wanted:
+                    if not discovery.is_text_name(rel):  # never stored: see files.is_text_name
+                        found = rules.check(rel)
+                        if isinstance(found, SkippedFile):
+                            touched.add(found.path)
+                            skipped.append(SkippedRow(found.path, found.reason, found.detail))
+                        continue
                     olds = store.file_stats_under(branch, rel)
                     before.update(olds)
                     found = rules.check(rel)

@@ -27,7 +27,16 @@ ChunkKind = Literal[
 CHUNK_KINDS: tuple[str, ...] = ChunkKind.__args__  # type: ignore[attr-defined]
 
 SkipReason = Literal[
-    "ignored", "too-large", "binary", "unreadable", "unsupported", "generated", "secret", "error"
+    "ignored",
+    "too-large",
+    "binary",
+    "unreadable",
+    "unsupported",
+    "generated",
+    "secret",
+    "error",
+    "invalid-ignore",
+    "unreadable-name",
 ]
 SKIP_REASONS: tuple[str, ...] = SkipReason.__args__  # type: ignore[attr-defined]
 

@@ -143,11 +143,10 @@ def search(
         entries = registry.resolve(["."], current=root)
     own = local is None
     backend_local = local if local is not None else _open_local([])
-    for entry in entries:
-        if entry.name not in backend_local.engines:
-            backend_local.engines[entry.name] = registry.engine_for(entry)
     try:
-        chosen = [RepoInfo(e.name, backend_local.engines[e.name].branch()) for e in entries]
+        chosen, broken = _open_engines(backend_local, entries, skip_broken=all_repos)
+        if broken:
+            notice = "; ".join(n for n in (notice, "skipped " + "; ".join(broken)) if n)
         found, strategy, more = federated.search(
             backend_local,
             query,
@@ -162,6 +161,33 @@ def search(
         if own:
             backend_local.close()
     return SearchResponse(query, strategy, top_k, found, "; ".join(n for n in (notice, more) if n) or None)
+
+
+def _open_engines(
+    backend_local: LocalBackend, entries: Sequence[registry.RepoEntry], *, skip_broken: bool
+) -> tuple[list[RepoInfo], list[str]]:
+    """Each repository's engine and branch; with `skip_broken` (every registered repository, `*`) one
+    that cannot be opened (its configuration or index is broken, its folder gone) is left out and named
+    with why, so the others still answer; a repository named on purpose fails the search, saying why.
+    Fails when every one is broken."""
+    from .jsonc import ConfigError
+    from .store import StoreError
+
+    chosen: list[RepoInfo] = []
+    broken: list[str] = []
+    for entry in entries:
+        try:
+            engine = backend_local.engines.get(entry.name)
+            if engine is None:
+                engine = backend_local.engines[entry.name] = registry.engine_for(entry)
+            chosen.append(RepoInfo(entry.name, engine.branch()))
+        except (ConfigError, StoreError, registry.RegistryError, OSError, ValueError) as exc:
+            if not skip_broken:
+                raise
+            broken.append(f"{entry.name} ({entry.root}): {exc}")
+    if broken and not chosen:
+        raise registry.RegistryError("no registered repository could be searched: " + "; ".join(broken))
+    return chosen, broken
 
 
 def _open_local(entries: Sequence[registry.RepoEntry]) -> LocalBackend:

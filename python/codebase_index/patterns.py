@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pathspec
+from pathspec.patterns.gitignore.spec import GitIgnoreSpecPattern
 
-from .bounded_read import read_small
+from .bounded_read import SMALL_FILE_LIMIT, read_small
 
 DEFAULT_INCLUDE: tuple[str, ...] = (
     "**/*.{ts,tsx,mts,cts,js,jsx,mjs,cjs}",
@@ -196,8 +198,47 @@ def always_skipped_file(name: str) -> str | None:
 
 def _read_pattern_file(path: str) -> list[str]:
     """An ignore file's lines; a link, FIFO or device in its place (a repository decides) reads as none,
-    as git (2.32+) does not follow a `.gitignore` that is a link either."""
+    as git (2.32+) does not follow a `.gitignore` that is a link either. Bytes that are not UTF-8 read
+    as U+FFFD (such a pattern matches nothing real, the file's other lines still apply)."""
     return (read_small(path) or "").splitlines()
+
+
+def _unread(path: str) -> str | None:
+    """Why a regular ignore file at `path` gave no text (unreadable, too large), or None when there is
+    none or it was read. A link, FIFO or device is not an ignore file (git agrees) and is not noted."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    if st.st_size > SMALL_FILE_LIMIT:
+        return f"not read: {st.st_size} bytes > {SMALL_FILE_LIMIT} (its patterns do not apply)"
+    if read_small(path) is None:
+        return "not read: unreadable (its patterns do not apply)"
+    return None
+
+
+Origin = tuple[str, int]
+"""Where an ignore line came from: (ignore file relative to the root, 1-based line number)."""
+
+
+def compile_lines(
+    lines: Iterable[tuple[str, Origin | None]],
+) -> tuple[list[GitIgnoreSpecPattern], list[tuple[Origin | None, str]]]:
+    """Each line as a pattern, the way git reads ignore files: a line git cannot use (`!`, a lone `\\`)
+    is dropped and the others still apply, instead of one bad line failing the whole spec (pathspec's
+    `from_lines` raises). Returns the patterns and (origin, why) for each dropped line."""
+    out: list[GitIgnoreSpecPattern] = []
+    bad: list[tuple[Origin | None, str]] = []
+    for line, origin in lines:
+        try:
+            out.append(GitIgnoreSpecPattern(line))
+        except (ValueError, TypeError, re.error, RecursionError) as exc:
+            bad.append(
+                (origin, f"invalid pattern {line[:80]!r}, ignored as git does ({exc.__class__.__name__})")
+            )
+    return out, bad
 
 
 def git_exclude_files(root: str) -> list[str]:
@@ -242,8 +283,8 @@ class _Spec:
 
     __slots__ = ("_any", "spec")
 
-    def __init__(self, lines: Iterable[str], *, folder_itself: bool = False) -> None:
-        self.spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    def __init__(self, patterns: Sequence[GitIgnoreSpecPattern], *, folder_itself: bool = False) -> None:
+        self.spec = pathspec.GitIgnoreSpec(patterns)
         if not folder_itself:
             for pattern in self.spec.patterns:
                 _inside_only(pattern)
@@ -272,7 +313,10 @@ class _Spec:
         parts = anchored
         if floating:
             parts = [_FLOATING + "(?:" + "|".join(floating) + ")", *anchored]
-        self._any = re.compile("|".join(parts)) if parts else None
+        try:
+            self._any = re.compile("|".join(parts)) if parts else None
+        except (re.error, RecursionError, OverflowError):
+            self._any = re.compile("")  # the shortcut is lost, never a pattern: pathspec decides each path
 
     def __len__(self) -> int:
         return 0 if self._any is None else len(self.spec)
@@ -300,15 +344,41 @@ class IgnoreRules:
 
     def __init__(self, root: str, exclude: Sequence[str] = ()) -> None:
         self.root = root
-        exclude_lines = [line for raw in exclude for line in expand_braces(raw)]
+        self._problems: dict[str, list[tuple[str, str]]] = {}
+        exclude_lines: list[tuple[str, Origin | None]] = [
+            (line, ("exclude option", i + 1)) for i, raw in enumerate(exclude) for line in expand_braces(raw)
+        ]
         # The exclude option beats everything (nothing re-includes), so `gen/**` may skip the folder whole.
-        self.exclude = _Spec(exclude_lines, folder_itself=True) if exclude_lines else None
-        info_lines: list[str] = []
+        self.exclude = self._spec(".", exclude_lines, folder_itself=True) if exclude_lines else None
+        info_lines: list[tuple[str, Origin | None]] = []
         for path in git_exclude_files(root):
-            info_lines.extend(_read_pattern_file(path))
-        info_spec = _Spec(info_lines)
+            shown = os.path.relpath(path, root).replace(os.sep, "/")
+            info_lines.extend((line, (shown, n + 1)) for n, line in enumerate(_read_pattern_file(path)))
+        info_spec = self._spec(".", info_lines)
         self.base_chain: Chain = (("", ".git/info/exclude", info_spec),) if len(info_spec) else ()
         self._dir_specs: dict[str, tuple[str, _Spec] | None] = {}
+
+    def _spec(
+        self, rel_dir: str, lines: list[tuple[str, Origin | None]], *, folder_itself: bool = False
+    ) -> _Spec:
+        """A spec of the lines that compile; the others are noted as problems of `rel_dir` ("." for the
+        exclude option and `.git/info/exclude`), which `problems` hands to each walk that lists it."""
+        patterns, bad = compile_lines(lines)
+        for origin, why in bad:
+            where = f"{origin[0]}:{origin[1]}" if origin is not None else rel_dir
+            self._note(rel_dir, where, why)
+        return _Spec(patterns, folder_itself=folder_itself)
+
+    def _note(self, rel_dir: str, where: str, why: str) -> None:
+        noted = self._problems.setdefault(rel_dir, [])
+        if (where, why) not in noted:
+            noted.append((where, why))
+
+    def problems(self, rel_dir: str) -> list[tuple[str, str]]:
+        """(file:line, or file:* for a whole file, why) for each ignore line or file of `rel_dir` that
+        could not be used; "." holds the exclude option's and `.git/info/exclude`'s. Each noted once per
+        read of the file."""
+        return self._problems.get(rel_dir, [])
 
     @classmethod
     def load(cls, root: str | Path, *, exclude: Sequence[str] = ()) -> IgnoreRules:
@@ -317,6 +387,8 @@ class IgnoreRules:
     def invalidate(self) -> None:
         """Forget cached per-folder ignore files so edited ones are re-read."""
         self._dir_specs.clear()
+        base = self._problems.get(".")
+        self._problems = {".": base} if base else {}
 
     def _dir_spec(self, rel_dir: str, names: frozenset[str] | None = None) -> tuple[str, _Spec] | None:
         """The combined ignore spec a folder declares for itself, or None. `names` (the folder's entries,
@@ -325,19 +397,26 @@ class IgnoreRules:
             return self._dir_specs[rel_dir]
         except KeyError:
             pass
-        lines: list[str] = []
+        lines: list[tuple[str, Origin | None]] = []
         sources: list[str] = []
         abs_dir = os.path.join(self.root, rel_dir) if rel_dir else self.root
+        self._problems.pop(rel_dir, None)
         for fname in IGNORE_FILE_NAMES:
             if names is not None and fname not in names:
                 continue
-            file_lines = _read_pattern_file(os.path.join(abs_dir, fname))
+            path = os.path.join(abs_dir, fname)
+            shown = f"{rel_dir}/{fname}" if rel_dir else fname
+            file_lines = _read_pattern_file(path)
             if file_lines:
-                lines.extend(file_lines)
-                sources.append(f"{rel_dir}/{fname}" if rel_dir else fname)
+                lines.extend((line, (shown, n + 1)) for n, line in enumerate(file_lines))
+                sources.append(shown)
+            else:
+                why = _unread(path)
+                if why is not None:
+                    self._note(rel_dir, f"{shown}:*", why)  # "*": the whole file
         result = None
         if lines:
-            spec = _Spec(lines)
+            spec = self._spec(rel_dir, lines)
             if len(spec):
                 result = (" + ".join(sources), spec)
         self._dir_specs[rel_dir] = result
