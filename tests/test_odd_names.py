@@ -145,3 +145,22 @@ def test_odd_names_through_the_sidecar_and_a_path_update(tmp_path: Path) -> None
         assert named == {"late\\xfd.py", "bad\\xfe.py", "notes\\xff.bin", "dir\\xff"}
     finally:
         engine.close()
+
+
+def test_an_ignore_pattern_that_would_backtrack_for_hours_is_noted_not_applied(tmp_path: Path) -> None:
+    """`*a*a*a*a*a*ab` against a 250-character name of `a`s took ~50 s per name through a regular expression;
+    a repository's ignore file held enough of them to stall indexing for hours."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / ".gitignore").write_text("*.log\n*a*a*a*a*a*ab\n*_*_*.tmp\n")
+    long_name = "a" * 240 + ".md"
+    (root / long_name).write_text("# echidna notes\n")
+    (root / "x_y_z.tmp").write_text("scratch\n")
+    git(root, "init", "-q")
+    proc = run("index", "--keyword-only", "--verbose", str(root))
+    assert proc.returncode == 0, proc.stderr
+    assert ".gitignore:2" in proc.stdout and "more than 3 `*`" in proc.stdout, proc.stdout
+    assert ".gitignore:3" not in proc.stdout  # three wildcards: applied as git does
+    status = json.loads(run("status", "--json", str(root)).stdout)
+    assert status["skipped"]["invalid-ignore"] == 1
+    assert status["files"] == 1  # the long name is indexed, x_y_z.tmp ignored by line 3

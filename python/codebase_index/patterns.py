@@ -223,6 +223,17 @@ Origin = tuple[str, int]
 """Where an ignore line came from: (ignore file relative to the root, 1-based line number)."""
 
 
+MAX_SEGMENT_WILDCARDS = 3
+"""`*` wildcards one segment of an ignore pattern may hold. Patterns compile to Python regular expressions,
+which backtrack: `*a*a*a*ab` takes ~1 s per 250-character name, `*a*a*a*a*ab` ~50 s, so a repository's
+ignore file could stall indexing for hours. Three keep every name under ~20 ms; real patterns use one or
+two (`*.min.*`)."""
+
+
+def _too_many_wildcards(line: str) -> bool:
+    return any(part.replace("**", "").count("*") > MAX_SEGMENT_WILDCARDS for part in line.split("/"))
+
+
 def compile_lines(
     lines: Iterable[tuple[str, Origin | None]],
 ) -> tuple[list[GitIgnoreSpecPattern], list[tuple[Origin | None, str]]]:
@@ -232,6 +243,15 @@ def compile_lines(
     out: list[GitIgnoreSpecPattern] = []
     bad: list[tuple[Origin | None, str]] = []
     for line, origin in lines:
+        if _too_many_wildcards(line):
+            bad.append(
+                (
+                    origin,
+                    f"pattern {line[:80]!r} not applied: more than {MAX_SEGMENT_WILDCARDS} `*` in one path "
+                    "segment could take minutes to match a single name (a regular expression backtracks)",
+                )
+            )
+            continue
         try:
             out.append(GitIgnoreSpecPattern(line))
         except (ValueError, TypeError, re.error, RecursionError) as exc:
