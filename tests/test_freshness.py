@@ -125,3 +125,8 @@ def test_cli_search_catches_up_after_a_pull_and_says_how_fresh(repo: GitRepo, tm
     assert after.returncode == 0, after.stderr
     assert "lib/spline.py" in after.stdout
     assert f"index: main @ {new[:10]}, current" in after.stderr
+    # An uncommitted edit: the next one-shot search re-reads it (stat-first) before answering.
+    (repo.path / "lib" / "spline.py").write_text("def bezier_curve(points):\n    return points\n")
+    edited = cli("search", "bezier_curve")
+    assert edited.returncode == 0, edited.stderr
+    assert "lib/spline.py" in edited.stdout and "bezier_curve" in edited.stdout
