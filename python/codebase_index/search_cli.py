@@ -143,7 +143,7 @@ def _ensure_index(engine: Engine, *, quiet: bool) -> None:
     (stat-first: ~0.1 s on 2,000 unchanged files), so the answer reflects a pull and uncommitted edits
     alike. Another process indexing it now (a sidecar) keeps it fresh: the answer does not wait for it.
     The pass embeds with the static model, so the answer is hybrid. `indexing.autoIndex: false` asks."""
-    from .store import IndexLockedError
+    from .store import DiskFullError, IndexLockedError, ReadOnlyIndexError
     from .tools.first_index import needs_index
 
     missing = needs_index(engine)
@@ -159,6 +159,10 @@ def _ensure_index(engine: Engine, *, quiet: bool) -> None:
     except IndexLockedError:
         if missing:
             raise
+    except (ReadOnlyIndexError, DiskFullError) as exc:  # answered from what the index holds, said once
+        if missing:
+            raise
+        print(f"note: not refreshed: {exc}", file=sys.stderr)
 
 
 def _print_freshness(engine: Engine) -> None:
