@@ -376,3 +376,17 @@ def test_every_plugin_setting_is_a_valid_engine_key(dirs: tuple[Path, Path]) -> 
     trusted_project(root, gdir, {"timeouts": {"search": "soon"}})
     with pytest.raises(ConfigError, match='bad value for "timeouts'):
         load_config(root, global_dir=gdir)
+
+
+@pytest.mark.parametrize("key", ["include", "additionalInclude", "exclude", "includeSecrets"])
+def test_a_pattern_that_would_backtrack_for_minutes_is_a_config_error(tmp_path: Path, key: str) -> None:
+    """An untrusted project file keeps its include/exclude keys; `*a*a*a*a*a*ab` took ~50 s to match one
+    250-character name through the regular expression it compiles to (issue 27)."""
+    from project_config import write_project_config
+
+    trusted = key == "includeSecrets"  # withheld from an untrusted file: the user's own setting here
+    write_project_config(tmp_path, {key: ["*.py", "*a*a*a*a*a*ab"]}, trusted=trusted)
+    with pytest.raises(ConfigError, match=f"{key} entry '\\*a\\*a\\*a\\*a\\*a\\*ab' has more than 3"):
+        load_config(tmp_path)
+    write_project_config(tmp_path, {key: ["*.py", "*_*_*.tmp"]}, trusted=trusted)
+    load_config(tmp_path)  # three wildcards in a segment are fine

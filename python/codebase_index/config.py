@@ -35,7 +35,7 @@ import msgspec.inspect as mi
 from .embeddings import BUILTIN_MODELS
 from .index_home import IndexHomeError, project_index_dir
 from .jsonc import ConfigError, strip_jsonc
-from .patterns import DEFAULT_INCLUDE
+from .patterns import DEFAULT_INCLUDE, MAX_SEGMENT_WILDCARDS, too_many_wildcards
 from .trust import TrustError, is_trusted, read_project_file, sensitive_folder
 
 CONFIG_FILE_NAME = "codebase-index.json"
@@ -615,7 +615,7 @@ def load_config(root: Path | str, *, global_dir: Path | None = None) -> Config:
 
 
 def _check_combination(config: Config, where: str) -> None:
-    """Rules that span keys, checked on the merged result (the files may split the keys between them)."""
+    """Rules checked on the merged result (the files may split the keys between them)."""
     if config.embedding_provider == "custom":
         cp = config.custom_provider
         missing = [
@@ -632,6 +632,18 @@ def _check_combination(config: Config, where: str) -> None:
                 f'{where}: embeddingProvider is "custom" but {", ".join(missing)} '
                 f"{'is' if len(missing) == 1 else 'are'} not set"
             )
+    for key, patterns in (
+        ("include", config.include),
+        ("additionalInclude", config.additional_include),
+        ("exclude", config.exclude),
+        ("includeSecrets", config.include_secrets),
+    ):
+        for pattern in patterns:
+            if too_many_wildcards(pattern):
+                raise ConfigError(
+                    f"{where}: {key} entry {pattern[:80]!r} has more than {MAX_SEGMENT_WILDCARDS} `*` in one "
+                    "path segment; such a pattern could take minutes to match one file name"
+                )
     if config.backend is not None and not config.backend.url:
         raise ConfigError(f"{where}: backend.url is not set (qdrant://HOST:PORT or qdrant+local://PATH)")
     if config.reranker.enabled and config.reranker.provider == "custom" and not config.reranker.base_url:

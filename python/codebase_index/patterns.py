@@ -230,7 +230,7 @@ ignore file could stall indexing for hours. Three keep every name under ~20 ms; 
 two (`*.min.*`)."""
 
 
-def _too_many_wildcards(line: str) -> bool:
+def too_many_wildcards(line: str) -> bool:
     return any(part.replace("**", "").count("*") > MAX_SEGMENT_WILDCARDS for part in line.split("/"))
 
 
@@ -243,7 +243,7 @@ def compile_lines(
     out: list[GitIgnoreSpecPattern] = []
     bad: list[tuple[Origin | None, str]] = []
     for line, origin in lines:
-        if _too_many_wildcards(line):
+        if too_many_wildcards(line):
             bad.append(
                 (
                     origin,
