@@ -250,6 +250,14 @@ def test_protocol_errors_get_their_code_and_the_sidecar_keeps_serving(
     assert sidecar.result("initialize")["name"] == "codebase-index"
 
 
+def test_a_query_over_the_maximum_length_is_refused_with_invalid_params(sidecar: Sidecar) -> None:
+    # 7 MB in one word: once 20.9 GB of prefixes and a killed sidecar; now refused by the schema.
+    reply = sidecar.call("search", {"query": "a" * 7_000_000})
+    assert reply["error"]["code"] == tools.INVALID_PARAMS
+    assert "query" in reply["error"]["message"] and "4000" in reply["error"]["message"]
+    assert sidecar.result("initialize")["name"] == "codebase-index"
+
+
 def test_oversized_line_is_discarded_and_serving_goes_on(sidecar: Sidecar) -> None:
     sidecar.write(
         b'{"jsonrpc": "2.0", "id": 99, "method": "search", "params": {"query": "' + b"x" * (9 << 20)
