@@ -237,6 +237,17 @@ def test_search_round_trip_after_index_with_progress(sidecar: Sidecar) -> None:
         ),
         (b'{"jsonrpc": "2.0", "id": 7, "method": "search", "params": {}}\n', tools.INVALID_PARAMS, "query"),
         (b'{"jsonrpc": "2.0", "id": 7, "method": "search", "params": [1]}\n', tools.INVALID_PARAMS, "object"),
+        (  # NUL once reached git and came back as an internal error
+            b'{"jsonrpc": "2.0", "id": 7, "method": "search", '
+            b'"params": {"query": "x", "changedSince": "HEAD\\u0000"}}\n',
+            tools.INVALID_PARAMS,
+            "`changedSince` contains a NUL",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "kb_add", "params": {"path": "docs\\u0000x"}}\n',
+            tools.INVALID_PARAMS,
+            "`path` contains a NUL",
+        ),
     ],
 )
 def test_protocol_errors_get_their_code_and_the_sidecar_keeps_serving(
@@ -255,6 +266,36 @@ def test_a_query_over_the_maximum_length_is_refused_with_invalid_params(sidecar:
     reply = sidecar.call("search", {"query": "a" * 7_000_000})
     assert reply["error"]["code"] == tools.INVALID_PARAMS
     assert "query" in reply["error"]["message"] and "4000" in reply["error"]["message"]
+    assert sidecar.result("initialize")["name"] == "codebase-index"
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (  # 1,000 deep: once an uncaught RecursionError that killed the sidecar
+            b'{"jsonrpc": "2.0", "method": "search", "params": {"query": '
+            + b"[" * 1000
+            + b"]" * 1000
+            + b'}, "id": 8}\n',
+            tools.INVALID_REQUEST,
+        ),
+        (  # a lone surrogate: once answered with id null, the caller waiting forever
+            b'{"jsonrpc": "2.0", "id": 8, "method": "search", "params": {"query": "a\\ud800b"}}\n',
+            tools.PARSE_ERROR,
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 8, "method": "search", "params": {"query": "unterminated\n',
+            tools.PARSE_ERROR,
+        ),
+    ],
+)
+def test_a_request_that_does_not_decode_is_answered_under_its_id(
+    sidecar: Sidecar, line: bytes, code: int
+) -> None:
+    sidecar.write(line)
+    reply = sidecar.wait_for(8)
+    assert reply["error"]["code"] == code
+    assert not sidecar.unsolicited
     assert sidecar.result("initialize")["name"] == "codebase-index"
 
 
