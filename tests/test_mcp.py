@@ -151,6 +151,7 @@ def test_mcp_answers_requests_that_do_not_decode_under_their_id(tmp_path: Path) 
     import subprocess
 
     project = _project(tmp_path / "proj")
+    index_dir = tmp_path / "idx"
     lines = [
         b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": '
         + b"[" * 1000
@@ -169,7 +170,7 @@ def test_mcp_answers_requests_that_do_not_decode_under_their_id(tmp_path: Path) 
             "--project",
             str(project),
             "--index-dir",
-            str(tmp_path),
+            str(index_dir),
         ],
         input=b"".join(lines),
         capture_output=True,
