@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tracemalloc
+from pathlib import Path
 
 from codebase_index.ranking.features import path_score
 from codebase_index.ranking.query import parse_query
@@ -32,3 +35,26 @@ def test_a_seven_megabyte_word_is_parsed_and_scored_in_bounded_memory() -> None:
 def test_abbreviations_of_long_words_still_match() -> None:
     parsed = parse_query("implementations")
     assert path_score("src/ser/impls.rs", parsed, abbreviation=0.5) == 0.5
+
+
+def test_the_cli_refuses_a_query_over_the_maximum_length(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebase_index.cli",
+            "search",
+            "--root",
+            str(tmp_path),
+            "--index-dir",
+            str(tmp_path / ".idx"),
+            "w" * (MAX_QUERY_CHARS + 1),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert f"at most {MAX_QUERY_CHARS}" in proc.stderr
