@@ -299,6 +299,37 @@ def test_a_request_that_does_not_decode_is_answered_under_its_id(
     assert sidecar.result("initialize")["name"] == "codebase-index"
 
 
+def _hostile_lines() -> list[tuple[int, bytes]]:
+    """Request shapes a parser may choke on, each with its own id before or after the hostile part."""
+    head = b'{"jsonrpc": "2.0", "method": "search", '
+    bodies = [
+        b'"params": {"query": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5000 + b"}",
+        b'"params": {"query": "x", "limit": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'"params": {"query": "\\udfff\\ud800"}',
+        b'"params": {"query": "raw \xff\xfe bytes"}',
+        b'"params": {"query": "raw \x00 nul"}',
+        b'"params": {"query": "x", "directory": "a\\u0000b"}',
+        b'"params": {"query": ["x"]}',
+        b'"params": {"query": "x", "repos": ["a\\u0000"]}',
+    ]
+    lines = []
+    for n, body in enumerate(bodies, start=100):
+        lines.append((n, head + f'"id": {n}, '.encode() + body + b"}\n"))
+        lines.append((n + 50, head + body + f', "id": {n + 50}}}\n'.encode()))
+    lines.append((99, head + b'"id": 99, "params": {"query": "x"}, "extra": "cut short\n'))
+    return lines
+
+
+def test_hostile_request_shapes_are_each_answered_under_their_id(sidecar: Sidecar) -> None:
+    lines = _hostile_lines()
+    for _, line in lines:
+        sidecar.write(line)
+    for req_id, _ in lines:
+        assert "error" in sidecar.wait_for(req_id), req_id
+    assert sidecar.result("initialize")["name"] == "codebase-index"
+    assert sidecar.proc.poll() is None
+
+
 def test_oversized_line_is_discarded_and_serving_goes_on(sidecar: Sidecar) -> None:
     sidecar.write(
         b'{"jsonrpc": "2.0", "id": 99, "method": "search", "params": {"query": "' + b"x" * (9 << 20)
