@@ -1,7 +1,7 @@
 """Fuzz the indexing pipeline with large real trees: every file of the project's own `.venv` site-packages
 and `node_modules` (every format there is: Python, JS/TS, JSON, YAML, Markdown, C headers, type stubs,
 licences, shared libraries) goes through the real `Engine.index` (discovery, reading, chunking in worker
-processes, tokenizing, code-graph extraction, SQLite) and one keyword search.
+processes, tokenizing, code-graph extraction, SQLite) and keyword searches, hostile ones included.
 
 One run per top-level folder of each tree (and one for the files directly in it), so a failure names its
 package. An aborted run is an `Engine.index` or `search` that raised: the containment contract is 0 of
@@ -41,8 +41,21 @@ from pathlib import Path
 from codebase_index import patterns
 from codebase_index.config import Config
 from codebase_index.service import Engine
+from codebase_index.tools.schema import MAX_QUERY_CHARS
 
 EVERY_FILE = ("**/*",)
+# Queries at the wire's limits and past what a tokenizer expects: each must answer, never raise.
+HOSTILE_QUERIES = (
+    "x" * MAX_QUERY_CHARS,
+    " ".join(["implementations"] * (MAX_QUERY_CHARS // 16)),
+    "a\0b error",
+    "\ud800 error",
+    '(("*:^- NEAR AND OR NOT',
+    "\U0001f600" * (MAX_QUERY_CHARS // 2),
+    "\u202e\u200bfoo",
+    "_" * MAX_QUERY_CHARS,
+    "a.b.c." * (MAX_QUERY_CHARS // 6),
+)
 
 
 @dataclass
@@ -106,6 +119,8 @@ def fuzz_run(name: str, root: Path, config: Config, work: Path, report: FuzzRepo
         try:
             result = engine.index()
             engine.search("error handling", mode="keyword")
+            for query in HOSTILE_QUERIES:
+                engine.search(query, mode="keyword")
             rows = engine.skipped_files()
         finally:
             engine.close()

@@ -148,3 +148,42 @@ def test_mcp_config_option_layers_a_config_file(tmp_path: Path) -> None:
     without = anyio.run(_session_run, project, tmp_path / "index2", body)
     assert "indexed 1 files" in with_config, with_config
     assert "indexed 2 files" in without, without
+
+
+def test_mcp_answers_requests_that_do_not_decode_under_their_id(tmp_path: Path) -> None:
+    """Nested 1,000 deep or holding a lone surrogate: the SDK once dropped these silently."""
+    import json
+    import subprocess
+
+    project = _project(tmp_path / "proj")
+    index_dir = tmp_path / "idx"
+    lines = [
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": '
+        + b"[" * 1000
+        + b"]" * 1000
+        + b"}}\n",
+        b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "a\\ud800"}}\n',
+        b'{"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": '
+        b'"2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}\n',
+    ]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codebase_index.cli",
+            "mcp",
+            "--project",
+            str(project),
+            "--index-dir",
+            str(index_dir),
+        ],
+        input=b"".join(lines),
+        capture_output=True,
+        cwd=str(REPO),
+        timeout=120,
+        check=False,
+    )
+    replies = {m["id"]: m for m in map(json.loads, proc.stdout.splitlines())}
+    assert replies[1]["error"]["code"] == tools.INVALID_REQUEST
+    assert replies[2]["error"]["code"] == tools.PARSE_ERROR
+    assert replies[3]["result"]["serverInfo"]["name"] == "codebase-index"

@@ -247,6 +247,17 @@ def test_search_round_trip_after_index_with_progress(sidecar: Sidecar) -> None:
         ),
         (b'{"jsonrpc": "2.0", "id": 7, "method": "search", "params": {}}\n', tools.INVALID_PARAMS, "query"),
         (b'{"jsonrpc": "2.0", "id": 7, "method": "search", "params": [1]}\n', tools.INVALID_PARAMS, "object"),
+        (  # NUL once reached git and came back as an internal error
+            b'{"jsonrpc": "2.0", "id": 7, "method": "search", '
+            b'"params": {"query": "x", "changedSince": "HEAD\\u0000"}}\n',
+            tools.INVALID_PARAMS,
+            "`changedSince` contains a NUL",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "kb_add", "params": {"path": "docs\\u0000x"}}\n',
+            tools.INVALID_PARAMS,
+            "`path` contains a NUL",
+        ),
     ],
 )
 def test_protocol_errors_get_their_code_and_the_sidecar_keeps_serving(
@@ -258,6 +269,75 @@ def test_protocol_errors_get_their_code_and_the_sidecar_keeps_serving(
     assert fragment in reply["error"]["message"]
     assert "Traceback" not in reply["error"]["message"]
     assert sidecar.result("initialize")["name"] == "codebase-index"
+
+
+def test_a_query_over_the_maximum_length_is_refused_with_invalid_params(sidecar: Sidecar) -> None:
+    # 7 MB in one word: once 20.9 GB of prefixes and a killed sidecar; now refused by the schema.
+    reply = sidecar.call("search", {"query": "a" * 7_000_000})
+    assert reply["error"]["code"] == tools.INVALID_PARAMS
+    assert "query" in reply["error"]["message"] and "4000" in reply["error"]["message"]
+    assert sidecar.result("initialize")["name"] == "codebase-index"
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (  # 1,000 deep: once an uncaught RecursionError that killed the sidecar
+            b'{"jsonrpc": "2.0", "method": "search", "params": {"query": '
+            + b"[" * 1000
+            + b"]" * 1000
+            + b'}, "id": 8}\n',
+            tools.INVALID_REQUEST,
+        ),
+        (  # a lone surrogate: once answered with id null, the caller waiting forever
+            b'{"jsonrpc": "2.0", "id": 8, "method": "search", "params": {"query": "a\\ud800b"}}\n',
+            tools.PARSE_ERROR,
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 8, "method": "search", "params": {"query": "unterminated\n',
+            tools.PARSE_ERROR,
+        ),
+    ],
+)
+def test_a_request_that_does_not_decode_is_answered_under_its_id(
+    sidecar: Sidecar, line: bytes, code: int
+) -> None:
+    sidecar.write(line)
+    reply = sidecar.wait_for(8)
+    assert reply["error"]["code"] == code
+    assert not sidecar.unsolicited
+    assert sidecar.result("initialize")["name"] == "codebase-index"
+
+
+def _hostile_lines() -> list[tuple[int, bytes]]:
+    """Request shapes a parser may choke on, each with its own id before or after the hostile part."""
+    head = b'{"jsonrpc": "2.0", "method": "search", '
+    bodies = [
+        b'"params": {"query": ' + b'{"a": ' * 5000 + b"1" + b"}" * 5000 + b"}",
+        b'"params": {"query": "x", "limit": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        b'"params": {"query": "\\udfff\\ud800"}',
+        b'"params": {"query": "raw \xff\xfe bytes"}',
+        b'"params": {"query": "raw \x00 nul"}',
+        b'"params": {"query": "x", "directory": "a\\u0000b"}',
+        b'"params": {"query": ["x"]}',
+        b'"params": {"query": "x", "repos": ["a\\u0000"]}',
+    ]
+    lines = []
+    for n, body in enumerate(bodies, start=100):
+        lines.append((n, head + f'"id": {n}, '.encode() + body + b"}\n"))
+        lines.append((n + 50, head + body + f', "id": {n + 50}}}\n'.encode()))
+    lines.append((99, head + b'"id": 99, "params": {"query": "x"}, "extra": "cut short\n'))
+    return lines
+
+
+def test_hostile_request_shapes_are_each_answered_under_their_id(sidecar: Sidecar) -> None:
+    lines = _hostile_lines()
+    for _, line in lines:
+        sidecar.write(line)
+    for req_id, _ in lines:
+        assert "error" in sidecar.wait_for(req_id), req_id
+    assert sidecar.result("initialize")["name"] == "codebase-index"
+    assert sidecar.proc.poll() is None
 
 
 def test_oversized_line_is_discarded_and_serving_goes_on(sidecar: Sidecar) -> None:

@@ -10,16 +10,19 @@ and branch switches.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import sys
 import threading
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from . import __version__, tools
 from .tools import CallContext, Runtime, ToolError
+from .tools.protocol import recover_id
 from .tools.serve_core import ServeCore
 
 log = logging.getLogger("codebase_index.mcp")
@@ -180,11 +183,66 @@ def _progress_sender(ctx: Any, token: str | int, anyio: Any) -> tools.ProgressFn
 
 
 async def _serve(runtime: Runtime) -> None:
+    import anyio
     from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+    from mcp.types import ErrorData, JSONRPCError
 
     server = build_server(runtime)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    ready = anyio.Event()
+    writers: list[Any] = []
+
+    async def answer(req_id: int | str | None, code: int, message: str) -> None:
+        await ready.wait()
+        error = JSONRPCError(jsonrpc="2.0", id=req_id, error=ErrorData(code=code, message=message))
+        await writers[0].send(SessionMessage(error))
+
+    with _claimed_stdin() as lines:
+        checked = anyio.wrap_file(lines)
+        async with stdio_server(stdin=_CheckedLines(checked, answer)) as (read_stream, write_stream):  # type: ignore[arg-type]
+            writers.append(write_stream)
+            ready.set()
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@contextlib.contextmanager
+def _claimed_stdin() -> Iterator[TextIO]:
+    """The protocol's stdin on a private descriptor, fd 0 on the null device while serving (what the SDK
+    does for its own stdin: children and handlers read EOF, never the wire)."""
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    with open(private, encoding="utf-8", errors="replace") as lines:
+        yield lines
+
+
+class _CheckedLines:
+    """Stdin lines for the SDK, minus those it would drop unanswered: a line that does not decode
+    (nested too deep, a lone surrogate, cut short) is answered here under its id, and serving goes on."""
+
+    def __init__(self, source: Any, answer: Callable[[int | str | None, int, str], Awaitable[None]]) -> None:
+        self.source = source
+        self.answer = answer
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        import msgspec
+
+        async for line in self.source:
+            raw = line.encode("utf-8", "surrogatepass")
+            try:
+                msgspec.json.decode(raw)
+            except msgspec.DecodeError as exc:
+                if line.strip():
+                    await self.answer(recover_id(raw), tools.PARSE_ERROR, f"parse error: {exc}")
+                continue
+            except RecursionError:
+                await self.answer(recover_id(raw), tools.INVALID_REQUEST, "invalid request: nested too deep")
+                continue
+            yield line
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -43,6 +43,7 @@ from .tools import (
     Runtime,
     ToolError,
 )
+from .tools.protocol import recover_id
 from .tools.serve_core import DEBOUNCE_SECONDS, ServeCore
 
 log = logging.getLogger("codebase_index.rpc")
@@ -210,7 +211,10 @@ class Sidecar:
         try:
             msg = msgspec.json.decode(line)
         except msgspec.DecodeError as exc:
-            self.error(None, PARSE_ERROR, f"parse error: {exc}")
+            self.error(recover_id(line), PARSE_ERROR, f"parse error: {exc}")
+            return
+        except RecursionError:  # the process must outlive any shape of request
+            self.error(recover_id(line), INVALID_REQUEST, "invalid request: nested too deep")
             return
         if not isinstance(msg, dict):
             self.error(

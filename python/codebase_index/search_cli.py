@@ -15,6 +15,7 @@ from .cli import EXIT_OK, CliError, Progress, _add_root_arguments, _engine, _roo
 from .display import shown_path
 from .models import CHUNK_KINDS
 from .search import Filters
+from .tools.schema import MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from .service import Engine, SearchResponse
@@ -26,6 +27,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     query = " ".join(args.query).strip()
     if not query:
         raise CliError("the search query is empty")
+    if len(query) > MAX_QUERY_CHARS:
+        raise CliError(
+            f"the search query has {len(query)} characters; at most {MAX_QUERY_CHARS} (say it shorter)"
+        )
     if args.top is not None and args.top < 1:
         raise CliError("--top must be at least 1")
     if getattr(args, "context_lines", None) is not None and args.context_lines < 0:

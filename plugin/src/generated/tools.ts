@@ -22,8 +22,9 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
       "type": "object",
       "properties": {
         "query": {
-          "description": "What to look for: words, identifiers, a phrase.",
+          "description": "What to look for: words, identifiers, a phrase (at most 4000 characters).",
           "type": "string",
+          "maxLength": 4000,
           "minLength": 1
         },
         "limit": {
@@ -110,8 +111,9 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
       "type": "object",
       "properties": {
         "query": {
-          "description": "What to look for: words, identifiers, a phrase.",
+          "description": "What to look for: words, identifiers, a phrase (at most 4000 characters).",
           "type": "string",
+          "maxLength": 4000,
           "minLength": 1
         },
         "maxTokens": {
@@ -190,8 +192,9 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
       "type": "object",
       "properties": {
         "query": {
-          "description": "What to look for: words, identifiers, a phrase.",
+          "description": "What to look for: words, identifiers, a phrase (at most 4000 characters).",
           "type": "string",
+          "maxLength": 4000,
           "minLength": 1
         },
         "limit": {
@@ -379,8 +382,9 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
       "type": "object",
       "properties": {
         "query": {
-          "description": "What to look for: words, identifiers, a phrase.",
+          "description": "What to look for: words, identifiers, a phrase (at most 4000 characters).",
           "type": "string",
+          "maxLength": 4000,
           "minLength": 1
         },
         "limit": {
@@ -544,7 +548,7 @@ export const TOOL_DEFINITIONS: readonly ToolDefinition[] = [
 export function toolArgs(z: Z) {
   return {
     codebase_search: {
-      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
+      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase (at most 4000 characters)."),
       limit: z.number().int().min(1).max(50).optional().describe("How many results (default: config search.maxResults)."),
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
@@ -557,7 +561,7 @@ export function toolArgs(z: Z) {
       repos: z.array(z.string().min(1)).min(1).max(50).optional().describe("Search these indexed repositories together, one ranking, each result labelled with its repository: names from `codebase-index repos list`, '.' for this one, '*' for all."),
     },
     codebase_context: {
-      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
+      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase (at most 4000 characters)."),
       maxTokens: z.number().int().min(128).max(8000).optional().describe("Hard cap on the answer's tokens, counted with a real tokenizer (default 1500)."),
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
@@ -570,7 +574,7 @@ export function toolArgs(z: Z) {
       maxTokens: z.number().int().min(128).max(8000).optional().describe("Hard cap on the answer's tokens, counted with a real tokenizer (default 1500)."),
     },
     codebase_peek: {
-      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
+      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase (at most 4000 characters)."),
       limit: z.number().int().min(1).max(100).optional().describe("How many locations (default 20)."),
       fileType: z.string().optional().describe("Only files with this extension, e.g. 'py' or '.ts'."),
       directory: z.string().optional().describe("Only files under this directory, relative to the root."),
@@ -599,7 +603,7 @@ export function toolArgs(z: Z) {
       limit: z.number().int().min(1).max(500).optional().describe("Most calls returned (default 100)."),
     },
     implementation_lookup: {
-      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase."),
+      query: z.string().min(1).describe("What to look for: words, identifiers, a phrase (at most 4000 characters)."),
       limit: z.number().int().min(1).max(20).optional().describe("How many definitions (default 5)."),
     },
     index_codebase: {

@@ -154,8 +154,15 @@ def _path_parts(path: str) -> tuple[frozenset[str], frozenset[str]]:
 def _abbreviation_heads(stems: frozenset[str]) -> dict[str, frozenset[str]]:
     """Per stem of 5+ letters, the prefixes a path part abbreviating it may be: a code abbreviation of a
     word is a prefix of at least 3 letters, 2+ letters shorter (`impl` ~ implementations, `ser` ~
-    serialization; `cfg` is not caught). Per query, so that each file costs one set test per word."""
-    return {s: frozenset(s[:k] for k in range(3, len(s) - 1)) for s in stems if len(s) >= 5}
+    serialization; `cfg` is not caught). Per query, so that each file costs one set test per word.
+    Prefixes stop at `_MAX_HEAD` letters: every prefix of a long word would cost its length squared
+    (a 10k-letter word took 237 MB), and no path part abbreviates with that many."""
+    return {
+        s: frozenset(s[:k] for k in range(3, min(len(s) - 1, _MAX_HEAD + 1))) for s in stems if len(s) >= 5
+    }
+
+
+_MAX_HEAD = 40
 
 
 @functools.lru_cache(maxsize=1 << 10)

@@ -249,9 +249,16 @@ def decode_params(spec: ToolSpec, raw: Any) -> Any:
     if not isinstance(raw, dict):
         raise InvalidParams("invalid params: params must be an object with named fields")
     try:
-        return msgspec.convert(raw, spec.params)
+        params = msgspec.convert(raw, spec.params)
     except msgspec.ValidationError as exc:
         raise InvalidParams(f"invalid params: {exc}") from exc
+    for name, value in msgspec.structs.asdict(params).items():
+        # No query, path or revision holds a NUL; git and SQLite would fail on one deep inside.
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, str) and "\0" in item for item in items):
+            field = spec.params.__struct_encode_fields__[spec.params.__struct_fields__.index(name)]
+            raise InvalidParams(f"invalid params: `{field}` contains a NUL character")
+    return params
 
 
 def engine_error(exc: Exception) -> ToolError | None:

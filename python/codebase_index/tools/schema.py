@@ -16,8 +16,17 @@ from ..models import ChunkKind
 SearchMode = Literal["keyword", "semantic", "hybrid"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 
+# A query longer than this is refused (-32602), not truncated: a cut query silently searches for
+# something else, and a refusal tells the agent to say it shorter. Far above any real question.
+MAX_QUERY_CHARS = 4000
+
 _Query = Annotated[
-    str, msgspec.Meta(min_length=1, description="What to look for: words, identifiers, a phrase.")
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description=f"What to look for: words, identifiers, a phrase (at most {MAX_QUERY_CHARS} characters).",
+    ),
 ]
 _FileType = Annotated[str, msgspec.Meta(description="Only files with this extension, e.g. 'py' or '.ts'.")]
 _Directory = Annotated[
