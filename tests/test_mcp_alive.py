@@ -13,17 +13,8 @@ from mcp import ClientSession
 
 from codebase_index.service import Engine
 from git_repo import GitRepo
+from test_first_index import GEOMETRY
 from test_mcp import _session_run, _text
-
-GEOMETRY = (
-    "import math\n\n\n"
-    "def polygon_area(points):\n"
-    '    """Shoelace formula for the area of a simple polygon."""\n'
-    "    total = 0.0\n"
-    "    for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1]):\n"
-    "        total += x1 * y2 - x2 * y1\n"
-    "    return abs(total) / 2\n"
-)
 
 
 def _repo(path: Path) -> Path:

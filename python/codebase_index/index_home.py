@@ -13,8 +13,6 @@ index in `.codebase-index` (the cached one is then unused).
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import logging
 import os
@@ -24,6 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .index_dir import GITIGNORE, GITIGNORE_TEXT
+from .locks import try_exclusive
+from .private_files import open_private
 
 log = logging.getLogger("codebase_index.index_home")
 
@@ -151,20 +151,13 @@ def _held(old: Path) -> Iterator[bool | None]:
     """Hold the old index's sidecar lock without following a link planted there: False when another
     process holds it, None when it cannot be opened."""
     try:
-        fd = os.open(old / MIGRATION_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = open_private(old / MIGRATION_LOCK, os.O_RDWR | os.O_NOFOLLOW)
     except OSError as exc:
         log.warning("cannot lock %s (%s): not moved", old / MIGRATION_LOCK, exc)
         yield None
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise
-            yield False
-            return
-        yield True
+        yield try_exclusive(fd)
     finally:
         os.close(fd)
 

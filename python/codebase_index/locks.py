@@ -19,13 +19,21 @@ def file_lock(path: Path, *, wait: bool) -> Iterator[bool]:
     holder has it."""
     fd = open_lock(path)  # 0600 whatever the umask; read-only where it cannot be written
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise
-            yield False
-            return
-        yield True
+        if wait:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield True
+        else:
+            yield try_exclusive(fd)
     finally:
         os.close(fd)
+
+
+def try_exclusive(fd: int) -> bool:
+    """Take an exclusive flock on `fd` without waiting: False when another holder has it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        return False
+    return True
